@@ -1,0 +1,245 @@
+"""Reading a config file: TOML or YAML, `${VAR}` expansion, all problems at once."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from toolweave.config.errors import ConfigError, ConfigIssue, issues_from_validation, join_path
+from toolweave.config.fanout import FanoutDef
+from toolweave.config.models import Config
+from toolweave.config.router import RouterDef
+from toolweave.config.workflow import WorkflowDef
+
+DEFAULT_CONFIG_NAME = "toolweave.toml"
+COMPOSITE_MODELS: dict[str, type[BaseModel]] = {"fanout": FanoutDef, "router": RouterDef, "workflow": WorkflowDef}
+TOOLHIVE_KIND = "VirtualMCPCompositeToolDefinition"
+
+_ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get("TOOLWEAVE_CONFIG") or DEFAULT_CONFIG_NAME)
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Load and validate a config file; raise ConfigError listing every problem."""
+    file = Path(path) if path is not None else default_config_path()
+    issues: list[ConfigIssue] = []
+    raw = _read_document(file, issues)
+    if raw is None:
+        raise ConfigError(issues, str(file))
+    if not isinstance(raw, Mapping):
+        raise ConfigError([ConfigIssue("", "the config must be a table/mapping at the top level")], str(file))
+    config = parse_config(raw, base_dir=file.parent, source=str(file), issues=issues)
+    if issues or config is None:
+        raise ConfigError(issues, str(file))
+    return config
+
+
+def parse_config(
+    raw: Mapping[str, Any],
+    *,
+    base_dir: Path = Path("."),
+    source: str | None = None,
+    issues: list[ConfigIssue] | None = None,
+) -> Config | None:
+    """Validate an already-parsed document. Problems are appended to `issues`."""
+    own_issues = issues if issues is not None else []
+    data = expand_env(dict(raw), "", own_issues)
+    composite_raw = data.pop("composite_tools", [])
+    try:
+        config = Config.model_validate({**data, "source": source})
+    except ValidationError as error:
+        own_issues.extend(issues_from_validation(error))
+        config = None
+    composites = load_composites(composite_raw, base_dir, own_issues)
+    if config is not None:
+        config = config.model_copy(update={"composite_tools": composites})
+        own_issues.extend(cross_check(config))
+    if issues is None and own_issues:
+        raise ConfigError(own_issues, source)
+    return config
+
+
+def load_composites(entries: Any, base_dir: Path, issues: list[ConfigIssue]) -> list[BaseModel]:
+    if not isinstance(entries, list):
+        issues.append(ConfigIssue("composite_tools", "must be a list of composite tool definitions"))
+        return []
+    out: list[BaseModel] = []
+    for index, entry in enumerate(entries):
+        path = join_path("composite_tools", index)
+        if isinstance(entry, Mapping) and set(entry) == {"file"}:
+            out.extend(_load_composite_file(entry["file"], base_dir, path, issues))
+        else:
+            model = parse_composite(entry, path, issues)
+            if model is not None:
+                out.append(model)
+    return out
+
+
+def _load_composite_file(file_value: Any, base_dir: Path, path: str, issues: list[ConfigIssue]) -> list[BaseModel]:
+    if not isinstance(file_value, str) or not file_value:
+        issues.append(ConfigIssue(join_path(path, "file"), "must be a path to a YAML file"))
+        return []
+    file = Path(file_value)
+    if not file.is_absolute():
+        file = base_dir / file
+    file_issues: list[ConfigIssue] = []
+    docs = _read_all_documents(file, file_issues)
+    for issue in file_issues:
+        issues.append(ConfigIssue(join_path(path, "file"), f"{file}: {issue.message}"))
+    out: list[BaseModel] = []
+    for doc_index, doc in enumerate(docs):
+        items = doc.get("composite_tools", doc) if isinstance(doc, Mapping) else doc
+        items = items if isinstance(items, list) else [items]
+        for item_index, item in enumerate(items):
+            where = f"{path}({file.name})" + (f"[{doc_index}]" if len(docs) > 1 else "")
+            where = join_path(where, item_index) if len(items) > 1 else where
+            item = expand_env(item, where, issues)
+            model = parse_composite(item, where, issues)
+            if model is not None:
+                out.append(model)
+    return out
+
+
+def infer_kind(entry: Mapping[str, Any]) -> str | None:
+    """`kind` if given, else from the fields: tools/targets → fanout, operations → router, steps → workflow."""
+    kind = entry.get("kind")
+    if isinstance(kind, str):
+        return kind
+    if "operations" in entry:
+        return "router"
+    if "steps" in entry:
+        return "workflow"
+    if "tools" in entry or "targets" in entry:
+        return "fanout"
+    return None
+
+
+def parse_composite(entry: Any, path: str, issues: list[ConfigIssue]) -> BaseModel | None:
+    """Validate one composite definition (native, or a ToolHive document)."""
+    if not isinstance(entry, Mapping):
+        issues.append(ConfigIssue(path, "a composite tool definition must be a mapping"))
+        return None
+    if entry.get("kind") == TOOLHIVE_KIND:
+        from toolweave.composite.workflow.toolhive import translate_toolhive
+
+        try:
+            entry = translate_toolhive(entry)
+        except ValueError as error:
+            issues.append(ConfigIssue(path, str(error)))
+            return None
+    kind = infer_kind(entry)
+    model_type = COMPOSITE_MODELS.get(kind or "")
+    if model_type is None:
+        known = ", ".join(sorted(COMPOSITE_MODELS))
+        message = (
+            f"unknown kind {kind!r} (known: {known})"
+            if kind
+            else "cannot tell the kind: give 'tools' (fan-out), 'operations' (router) or 'steps' (workflow)"
+        )
+        issues.append(ConfigIssue(join_path(path, "kind"), message))
+        return None
+    try:
+        model = model_type.model_validate({**entry, "kind": kind})
+    except ValidationError as error:
+        issues.extend(issues_from_validation(error, path))
+        return None
+    static = getattr(model, "static_issues", None)
+    if static is not None:
+        issues.extend(ConfigIssue(join_path(path, sub) if sub else path, msg) for sub, msg in static())
+    return model
+
+
+def cross_check(config: Config) -> list[ConfigIssue]:
+    """Problems across sections: duplicate names, references to unknown backends."""
+    issues: list[ConfigIssue] = []
+    seen: dict[str, int] = {}
+    for index, backend in enumerate(config.backends):
+        if backend.name in seen:
+            issues.append(
+                ConfigIssue(
+                    join_path("backends", index, "name"),
+                    f"duplicate backend name {backend.name!r} (also backends[{seen[backend.name]}])",
+                )
+            )
+        seen.setdefault(backend.name, index)
+    names: dict[str, int] = {}
+    for index, composite in enumerate(config.composite_tools):
+        name = composite.name  # type: ignore[attr-defined]
+        if name in names:
+            issues.append(
+                ConfigIssue(
+                    join_path("composite_tools", index, "name"),
+                    f"duplicate composite tool name {name!r} (also composite_tools[{names[name]}])",
+                )
+            )
+        names.setdefault(name, index)
+    return issues
+
+
+# -- documents ---------------------------------------------------------------
+
+
+def _read_document(file: Path, issues: list[ConfigIssue]) -> Any:
+    docs = _read_all_documents(file, issues)
+    if not docs:
+        return None if issues else {}
+    if len(docs) > 1:
+        issues.append(ConfigIssue("", f"{file} holds {len(docs)} YAML documents; a config holds one"))
+        return None
+    return docs[0]
+
+
+def _read_all_documents(file: Path, issues: list[ConfigIssue]) -> list[Any]:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        issues.append(ConfigIssue("", f"config file not found: {file}"))
+        return []
+    except (OSError, UnicodeDecodeError) as error:
+        issues.append(ConfigIssue("", f"cannot read {file}: {error}"))
+        return []
+    if file.suffix.lower() == ".toml":
+        try:
+            return [tomllib.loads(text)]
+        except tomllib.TOMLDecodeError as error:
+            issues.append(ConfigIssue("", f"invalid TOML in {file}: {error}"))
+            return []
+    try:
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as error:
+        issues.append(ConfigIssue("", f"invalid YAML in {file}: {error}"))
+        return []
+
+
+def expand_env(value: Any, path: str, issues: list[ConfigIssue]) -> Any:
+    """Expand `${VAR}` and `${VAR:-default}` in every string; an unset VAR without default is an issue."""
+    if isinstance(value, str):
+        if "${" not in value:
+            return value
+
+        def replace(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            found = os.environ.get(name)
+            if found is not None and (found or default is None):
+                return found
+            if default is not None:
+                return default
+            issues.append(ConfigIssue(path, f"environment variable {name} is not set (use ${{{name}:-default}})"))
+            return ""
+
+        return _ENV_RE.sub(replace, value)
+    if isinstance(value, Mapping):
+        return {key: expand_env(item, join_path(path, str(key)), issues) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand_env(item, join_path(path, index), issues) for index, item in enumerate(value)]
+    return value

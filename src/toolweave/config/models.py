@@ -1,0 +1,153 @@
+"""Typed models of `toolweave.toml`: gateway, backends, policy, auth, and the root.
+
+Composite tool definitions have their own modules (`fanout`, `router`,
+`workflow`); the root keeps them as a list of already-validated models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from toolweave.config._base import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, StrictModel
+
+
+class GatewayConfig(StrictModel):
+    separator: str = "__"
+    database: str = "sqlite:///toolweave.db"
+    tool_exposure: Literal["all", "search"] = "all"
+    pinned: list[str] = Field(default_factory=list)
+    """Exposed tool names that stay listed in search mode."""
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    record_direct_calls: bool = False
+    """Write a run record for direct (non-composite) calls too."""
+    max_depth: int = Field(default=8, ge=1, le=64)
+    """How deep composites may nest (a workflow calling a workflow...)."""
+    startup_timeout: Duration = 10.0
+    """How long `serve` waits for backends before it starts serving anyway."""
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("separator")
+    @classmethod
+    def _separator_is_name_safe(cls, value: str) -> str:
+        if not value or not EXPOSED_NAME_RE.match(value) or len(value) > 4:
+            raise ValueError("the separator must be 1-4 characters of [a-zA-Z0-9_-] (default '__')")
+        return value
+
+
+class ToolOverride(StrictModel):
+    """Per-tool settings of a backend: alias, description, admission."""
+
+    name: str | None = None
+    """Expose the tool under this name instead of `backend{sep}tool` (an alias)."""
+    keep_original: bool = False
+    """With an alias, keep the original name listed too."""
+    description: str | None = None
+    concurrent: bool | None = None
+    """Promote a mutating tool to the concurrent-mutation pool."""
+    max_concurrency: int | None = Field(default=None, ge=1)
+    timeout: Duration | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _alias_is_a_valid_name(cls, value: str | None) -> str | None:
+        if value is not None and not EXPOSED_NAME_RE.match(value):
+            raise ValueError(f"alias {value!r} must match ^[a-zA-Z0-9_-]{{1,64}}$")
+        return value
+
+
+class BackendConfig(StrictModel):
+    name: str
+    # exactly one transport:
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    python: str | None = None
+    # behaviour:
+    enabled: bool = True
+    namespace: bool = True
+    timeout: Duration = 30.0
+    connect_timeout: Duration = 10.0
+    max_concurrency: int | None = Field(default=None, ge=1)
+    concurrent: bool = False
+    """Promote every mutating tool of this backend to the concurrent-mutation pool."""
+    expose: list[str] = Field(default_factory=list)
+    hide: list[str] = Field(default_factory=list)
+    read_only_only: bool = False
+    hide_destructive: bool = False
+    tools: dict[str, ToolOverride] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name_pattern(cls, value: str) -> str:
+        if not BACKEND_NAME_RE.match(value):
+            raise ValueError(f"backend name {value!r} must match ^[a-z0-9][a-z0-9_-]{{0,31}}$")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"url {value!r} must start with http:// or https://")
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one_transport(self) -> BackendConfig:
+        given = [key for key in ("command", "url", "python") if getattr(self, key)]
+        if len(given) != 1:
+            found = ", ".join(given) if given else "none"
+            raise ValueError(
+                f"a backend needs exactly one of 'command' (stdio), 'url' (HTTP) or 'python' (in-process); "
+                f"found {found}"
+            )
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http", "python"]:
+        if self.command:
+            return "stdio"
+        return "http" if self.url else "python"
+
+
+class PolicyRule(StrictModel):
+    """Allow/deny patterns (glob or `re:`) for a tenant or an API key scope."""
+
+    tenant: str | None = None
+    scope: str | None = None
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class PolicyConfig(StrictModel):
+    allow: list[str] = Field(default_factory=list)
+    """When non-empty, only matching tools may be called."""
+    deny: list[str] = Field(default_factory=list)
+    rules: list[PolicyRule] = Field(default_factory=list)
+    approval: list[str] = Field(default_factory=list)
+    """Tools that need the user's yes (asked by elicitation) before they run."""
+    approve_destructive: bool = False
+    concurrent_width: int = Field(default=10, ge=1)
+    read_width: int = Field(default=64, ge=1)
+
+
+class AuthConfig(StrictModel):
+    required: bool = False
+
+
+class Config(StrictModel):
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    backends: list[BackendConfig] = Field(default_factory=list)
+    composite_tools: list[Any] = Field(default_factory=list)
+    """Validated composite definitions (FanoutDef, RouterDef, WorkflowDef)."""
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    source: str | None = Field(default=None, exclude=True)
+    """The file this config was read from, for relative paths."""
+
+    def backend(self, name: str) -> BackendConfig | None:
+        return next((b for b in self.backends if b.name == name), None)

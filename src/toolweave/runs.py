@@ -1,0 +1,118 @@
+"""Run records: what every composite call did. The core defines the interface;
+`toolweave.store` implements it on a database, `MemoryRunStore` keeps the
+last few in memory when no database is configured (tests, the Python API).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+RunStatus = Literal["running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required"]
+
+
+@dataclass(slots=True)
+class StepRecord:
+    id: str
+    status: str
+    """completed | failed | skipped | running | timed_out | cancelled"""
+    attempts: int = 0
+    latency_ms: float = 0.0
+    output: Any = None
+    error: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "attempts": self.attempts, "latency_ms": self.latency_ms}
+
+
+@dataclass(slots=True)
+class RunRecord:
+    id: str
+    tool: str
+    kind: str
+    """fanout | router | workflow | direct"""
+    tenant: str | None = None
+    status: RunStatus = "running"
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """Already redacted (writeOnly / format: password values replaced)."""
+    operation: str | None = None
+    reason: str | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    error: str | None = None
+    latency_ms: float = 0.0
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    """Resumable state for durable workflows (checkpointed step outputs)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+class RunStore(Protocol):
+    async def start_run(self, record: RunRecord) -> None: ...
+
+    async def checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
+        """Persist one finished (or started) step so an interrupted run can resume."""
+        ...
+
+    async def finish_run(self, record: RunRecord) -> None: ...
+
+    async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None: ...
+
+    async def list_runs(
+        self, *, tenant: str | None = None, tool: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[RunRecord]: ...
+
+
+class MemoryRunStore:
+    """Keeps the newest `capacity` runs in memory; bounded so long-lived gateways stay flat."""
+
+    def __init__(self, capacity: int = 1000) -> None:
+        self._runs: OrderedDict[str, RunRecord] = OrderedDict()
+        self._capacity = capacity
+
+    async def start_run(self, record: RunRecord) -> None:
+        self._runs[record.id] = record
+        while len(self._runs) > self._capacity:
+            self._runs.popitem(last=False)
+
+    async def checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
+        record = self._runs.get(run_id)
+        if record is None:
+            return
+        record.steps = [s for s in record.steps if s.id != step.id] + [step]
+        if state is not None:
+            record.state.update(state)
+
+    async def finish_run(self, record: RunRecord) -> None:
+        self._runs[record.id] = record
+
+    async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
+        record = self._runs.get(run_id)
+        if record is None or (tenant is not None and record.tenant not in (None, tenant)):
+            return None
+        return record
+
+    async def list_runs(
+        self, *, tenant: str | None = None, tool: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        out = []
+        for record in reversed(self._runs.values()):
+            if tenant is not None and record.tenant != tenant:
+                continue
+            if tool is not None and record.tool != tool:
+                continue
+            if status is not None and record.status != status:
+                continue
+            out.append(record)
+            if len(out) >= limit:
+                break
+        return out
