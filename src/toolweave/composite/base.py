@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
+from toolweave.runs import RunRecord, RunStore
+
 CallFn = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """Make an inner call: `await call(reference, arguments)`. Never raises for tool failures."""
 
@@ -68,6 +70,10 @@ class RunContext:
     elicit: ElicitFn | None = None
     run_id: str | None = None
     tenant: str | None = None
+    runs: RunStore | None = None
+    """Where a workflow checkpoints its steps (durable runs); None when not recorded."""
+    resume: RunRecord | None = None
+    """An interrupted run to continue: completed steps are not re-run."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
