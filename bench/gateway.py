@@ -1,0 +1,167 @@
+"""Starting toolweave for the benchmark: write a config, run `toolweave serve`, wait until ready.
+
+The interface used (and nothing else): the console script `toolweave` next to the
+running interpreter, invoked as `toolweave serve -c CONFIG --port PORT`, serving MCP
+over streamable HTTP at `http://127.0.0.1:PORT/mcp` and exposing backend tools as
+`backend__tool`. When the script is missing, its `serve` command fails, or the
+server does not come up, scenarios that need it are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from bench.procs import LOOPBACK, Managed, ProcessGroup, StartError, free_port, venv_bin, wait_port
+
+READY_TIMEOUT_S = 60.0
+
+
+class GatewayUnavailable(RuntimeError):
+    """toolweave cannot be run yet (or failed to start); the message says why."""
+
+
+@dataclass
+class GatewayRun:
+    managed: Managed
+    url: str
+    config_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.managed.pid
+
+
+# ---------------------------------------------------------------- TOML writing
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, Sequence):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def _toml_key(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() else json.dumps(key)
+
+
+def toml_dumps(document: Mapping[str, Any]) -> str:
+    """TOML for a document of tables and arrays of tables whose values are written inline."""
+    lines: list[str] = []
+    for name, section in document.items():
+        tables = section if isinstance(section, list) else [section]
+        header = f"[[{name}]]" if isinstance(section, list) else f"[{name}]"
+        for table in tables:
+            lines.append(header)
+            lines.extend(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in table.items())
+            lines.append("")
+    return "\n".join(lines)
+
+
+def write_config(
+    path: Path,
+    backends: Sequence[Mapping[str, Any]],
+    composites: Sequence[Mapping[str, Any]] = (),
+) -> Path:
+    """Write a toolweave config with its own SQLite database next to it."""
+    document: dict[str, Any] = {
+        "gateway": {"database": f"sqlite:///{path.with_suffix('.db')}", "log_level": "warning"},
+        "backends": list(backends),
+    }
+    if composites:
+        document["composite_tools"] = list(composites)
+    path.write_text(toml_dumps(document))
+    return path
+
+
+# ---------------------------------------------------------------- serving
+
+_availability: str | None = None
+_checked = False
+
+
+def unavailable_reason() -> str | None:
+    """Why `toolweave serve` cannot be used right now, or None when it can (checked once)."""
+    global _availability, _checked
+    if _checked:
+        return _availability
+    _checked = True
+    exe = venv_bin("toolweave")
+    if not exe.exists():
+        _availability = f"{exe} does not exist (is toolweave installed in this virtualenv?)"
+        return _availability
+    try:
+        done = subprocess.run(
+            [str(exe), "serve", "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except subprocess.TimeoutExpired:
+        _availability = "`toolweave serve --help` did not finish within 60 s"
+        return _availability
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        _availability = f"`toolweave serve --help` exited {done.returncode}: {tail[0][:300]}"
+    return _availability
+
+
+async def _wait_tools(url: str, expected: Sequence[str], managed: Managed, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    missing: list[str] = list(expected)
+    last_error = ""
+    while time.monotonic() < deadline:
+        if not managed.alive():
+            break
+        try:
+            with anyio.fail_after(10):
+                async with Client(url, cache=None) as client:
+                    names = {tool.name for tool in (await client.list_tools()).tools}
+            missing = [name for name in expected if name not in names]
+            if not missing:
+                return
+        except Exception as exc:
+            last_error = f"{type(exc).__name__}: {exc}"
+        await anyio.sleep(0.25)
+    raise GatewayUnavailable(
+        f"toolweave did not list {missing[:5]} within {timeout:.0f}s ({last_error}):\n{managed.log_tail(1500)}"
+    )
+
+
+async def start_gateway(
+    group: ProcessGroup, config_path: Path, expected_tools: Sequence[str], name: str = "toolweave"
+) -> GatewayRun:
+    """`toolweave serve -c CONFIG --port PORT`, ready once it lists `expected_tools`."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise GatewayUnavailable(reason)
+    port = free_port()
+    argv = [str(venv_bin("toolweave")), "serve", "-c", str(config_path), "--port", str(port)]
+    managed = group.start(name, argv, cwd=config_path.parent)
+    try:
+        wait_port(managed, port, READY_TIMEOUT_S)
+    except StartError as exc:
+        raise GatewayUnavailable(f"`toolweave serve` failed to start: {exc}") from exc
+    url = f"http://{LOOPBACK}:{port}/mcp"
+    managed.url = url
+    await _wait_tools(url, expected_tools, managed, READY_TIMEOUT_S)
+    return GatewayRun(managed, url, config_path)
+
+
+def exposed(backend: str, tool: str) -> str:
+    """The name toolweave exposes a backend tool under (default separator)."""
+    return f"{backend}__{tool}"

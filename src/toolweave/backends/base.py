@@ -1,0 +1,122 @@
+"""The Backend contract: one long-lived connection to a source of tools.
+
+A backend caches its tool list, reconnects by itself, and turns every
+failure of a call into an `isError` result naming the backend, so the
+executor never needs a try/except on the hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, Literal
+
+import mcp_types as types
+
+from toolweave.config.models import BackendConfig
+
+BackendStatus = Literal["starting", "connected", "reconnecting", "failed", "stopped", "disabled"]
+ChangeListener = Callable[["Backend"], None]
+
+logger = logging.getLogger("toolweave.backends")
+
+
+class Backend(ABC):
+    """Base of every backend kind (MCP over stdio/HTTP, in-process Python)."""
+
+    def __init__(self, config: BackendConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self.status: BackendStatus = "starting"
+        self.last_error: str | None = None
+        self.connected_at: float | None = None
+        self.tools: list[types.Tool] = []
+        self.resources: list[types.Resource] = []
+        self.resource_templates: list[types.ResourceTemplate] = []
+        self.prompts: list[types.Prompt] = []
+        self._listeners: list[ChangeListener] = []
+        self._ready = asyncio.Event()
+        """Set once the first connection attempt has finished, successfully or not."""
+
+    # -- lifecycle -----------------------------------------------------------
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Begin connecting in the background; returns at once."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Close the connection and stop reconnecting."""
+
+    async def wait_ready(self, timeout: float) -> bool:
+        """Wait until the first connection attempt finished; True if connected."""
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except TimeoutError:
+            return False
+        return self.status == "connected"
+
+    # -- calls ---------------------------------------------------------------
+
+    @abstractmethod
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+    ) -> types.CallToolResult:
+        """Call one tool; failures come back as `isError` results naming the backend."""
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        raise LookupError(f"backend {self.name!r} has no resources")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        raise LookupError(f"backend {self.name!r} has no prompts")
+
+    # -- change notification -------------------------------------------------
+
+    def on_change(self, listener: ChangeListener) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(self)
+            except Exception:
+                logger.exception("change listener failed for backend %s", self.name)
+
+    def _set_status(self, status: BackendStatus, error: str | None = None) -> None:
+        changed = status != self.status
+        self.status = status
+        if error is not None:
+            self.last_error = error
+        if status == "connected":
+            self.connected_at = time.time()
+        if changed:
+            self._changed()
+
+    def describe(self) -> dict[str, Any]:
+        """Status for `GET /backends` and `toolweave serve`'s startup table."""
+        return {
+            "name": self.name,
+            "transport": self.config.transport,
+            "status": self.status,
+            "tools": len(self.tools),
+            "resources": len(self.resources),
+            "prompts": len(self.prompts),
+            "last_error": self.last_error,
+        }
+
+
+def unavailable_result(backend: str, status: str, detail: str | None) -> types.CallToolResult:
+    from toolweave.results import error_result
+
+    why = f": {detail}" if detail else ""
+    return error_result(
+        f"backend {backend!r} is unavailable ({status}{why}); the gateway is reconnecting, try again shortly"
+    )

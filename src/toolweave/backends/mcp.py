@@ -1,0 +1,296 @@
+"""MCP backends over stdio and streamable HTTP, through the official SDK client.
+
+One `mcp.Client` per backend, opened once and reused for every call. A
+supervisor task owns the client (the SDK's context managers must be entered
+and left in one task), reconnects with exponential backoff when the
+connection is lost, and keeps the tool, resource and prompt lists fresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolweave.backends.base import Backend, logger, unavailable_result
+from toolweave.results import error_result
+
+INITIAL_BACKOFF = 0.25
+MAX_BACKOFF = 30.0
+HEALTH_INTERVAL = 15.0
+_PAGE_CAP = 100
+
+
+class MCPBackend(Backend):
+    """A stdio subprocess or a streamable HTTP server, kept connected."""
+
+    def __init__(self, config, *, errlog: Any = None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config)
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._lost = asyncio.Event()
+        self._stopping = False
+        self._errlog = errlog if errlog is not None else sys.stderr
+        self._semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
+        self._refresh_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"backend:{self.name}")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._lost.set()
+        for task in (self._refresh_task, self._task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._client = None
+        self._set_status("stopped")
+
+    async def _supervise(self) -> None:
+        backoff = INITIAL_BACKOFF
+        while not self._stopping:
+            try:
+                await self._connect_and_serve()
+                backoff = INITIAL_BACKOFF
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # noqa: BLE001 - any failure of a backend is a status, not a crash
+                message = _describe_error(error)
+                first = not self._ready.is_set()
+                self._set_status("failed" if first else "reconnecting", message)
+                logger.warning("backend %s: %s (retrying in %.1fs)", self.name, message, backoff)
+            self._client = None
+            self._ready.set()
+            if self._stopping:
+                break
+            if self.status == "connected":
+                self._set_status("reconnecting", self.last_error or "connection lost")
+            await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    async def _connect_and_serve(self) -> None:
+        self._lost = asyncio.Event()
+        async with asyncio.timeout(self.config.connect_timeout):
+            client = await self._open_client()
+        try:
+            self._client = client
+            await self._refresh_lists(client)
+            self._set_status("connected")
+            self.last_error = None
+            self._ready.set()
+            logger.info("backend %s connected (%d tools)", self.name, len(self.tools))
+            await self._watch(client)
+            if not self._stopping:
+                raise ConnectionError(self.last_error or "connection lost")
+        finally:
+            self._client = None
+            with contextlib.suppress(BaseException):
+                await client.__aexit__(None, None, None)
+
+    async def _open_client(self) -> Client:
+        config = self.config
+        if config.command:
+            params = StdioServerParameters(command=config.command, args=config.args, env=config.env, cwd=config.cwd)
+            target: Any = stdio_client(params, errlog=self._errlog)
+        else:
+            http = create_mcp_http_client(headers=dict(config.headers)) if config.headers else None
+            target = streamable_http_client(config.url or "", http_client=http)
+        client = Client(target, message_handler=self._on_message, cache=None)
+        await client.__aenter__()
+        return client
+
+    async def _watch(self, client: Client) -> None:
+        """Return when the connection is lost (or the backend stops)."""
+        watchers = [asyncio.create_task(self._lost.wait()), asyncio.create_task(self._health(client))]
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            watchers.append(asyncio.create_task(self._listen(client)))
+        try:
+            await asyncio.wait(watchers, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in watchers:
+                task.cancel()
+            await asyncio.gather(*watchers, return_exceptions=True)
+
+    async def _health(self, client: Client) -> None:
+        while True:
+            await asyncio.sleep(HEALTH_INTERVAL)
+            try:
+                async with asyncio.timeout(self.config.connect_timeout):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        await client.send_ping()
+            except MCPError as error:
+                if _is_connection_error(error):
+                    self.last_error = "health check: " + str(error)
+                    return
+            except (TimeoutError, OSError) as error:
+                self.last_error = f"health check failed: {_describe_error(error)}"
+                return
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 servers announce list changes on a `subscriptions/listen` stream."""
+        try:
+            async with client.listen(
+                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+            ) as subscription:
+                async for _event in subscription:
+                    self._schedule_refresh()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001
+            if _is_connection_error(error):
+                self.last_error = _describe_error(error)
+                return
+            logger.debug("backend %s: no list-change subscription (%s)", self.name, error)
+        await asyncio.Event().wait()  # a server without subscriptions still serves calls
+
+    async def _on_message(self, message: Any) -> None:
+        """Handshake-era servers send `notifications/*/list_changed` as plain notifications."""
+        if isinstance(message, Exception):
+            return
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", "")
+        if isinstance(method, str) and method.endswith("/list_changed"):
+            self._schedule_refresh()
+
+    def _schedule_refresh(self) -> None:
+        if self._refresh_task is None or self._refresh_task.done():
+            self._refresh_task = asyncio.create_task(self._refresh_after_change())
+
+    async def _refresh_after_change(self) -> None:
+        client = self._client
+        if client is None:
+            return
+        try:
+            await self._refresh_lists(client)
+        except Exception as error:  # noqa: BLE001
+            logger.warning("backend %s: refreshing lists failed: %s", self.name, _describe_error(error))
+            return
+        self._changed()
+
+    async def _refresh_lists(self, client: Client) -> None:
+        caps = client.server_capabilities
+        self.tools = await _all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="refresh"), "tools")
+        if caps.resources is not None:
+            self.resources = await _all_pages(
+                lambda cursor: client.list_resources(cursor=cursor, cache_mode="refresh"), "resources"
+            )
+            with contextlib.suppress(MCPError):
+                self.resource_templates = await _all_pages(
+                    lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="refresh"),
+                    "resource_templates",
+                )
+        if caps.prompts is not None:
+            self.prompts = await _all_pages(
+                lambda cursor: client.list_prompts(cursor=cursor, cache_mode="refresh"), "prompts"
+            )
+
+    # -- calls ---------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+    ) -> types.CallToolResult:
+        client = self._client
+        if client is None:
+            return unavailable_result(self.name, self.status, self.last_error)
+        limit = timeout if timeout is not None else self.config.timeout
+        try:
+            if self._semaphore is None:
+                return await self._call(client, name, arguments, limit, progress)
+            async with self._semaphore:
+                return await self._call(client, name, arguments, limit, progress)
+        except TimeoutError:
+            return error_result(
+                f"tool {name!r} on backend {self.name!r} timed out after {limit:g}s; "
+                "try again, or with a smaller request"
+            )
+        except MCPError as error:
+            if _is_connection_error(error):
+                return self._connection_lost(error)
+            return error_result(f"backend {self.name!r} rejected the call to {name!r}: {error}")
+        except (OSError, EOFError) as error:
+            return self._connection_lost(error)
+        except Exception as error:  # noqa: BLE001 - garbage from a backend must not end the session
+            return error_result(f"backend {self.name!r} returned an invalid answer for {name!r}: {error}")
+
+    async def _call(
+        self, client: Client, name: str, arguments: dict[str, Any], limit: float, progress: Any
+    ) -> types.CallToolResult:
+        async with asyncio.timeout(limit):
+            return await client.call_tool(name, arguments, progress_callback=progress)
+
+    def _connection_lost(self, error: BaseException) -> types.CallToolResult:
+        self.last_error = _describe_error(error)
+        self._lost.set()
+        return unavailable_result(self.name, "connection lost", self.last_error)
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        client = self._require_client()
+        async with asyncio.timeout(self.config.timeout):
+            return await client.read_resource(uri)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        client = self._require_client()
+        async with asyncio.timeout(self.config.timeout):
+            return await client.get_prompt(name, arguments)
+
+    def _require_client(self) -> Client:
+        if self._client is None:
+            raise ConnectionError(f"backend {self.name!r} is unavailable ({self.status})")
+        return self._client
+
+
+async def _all_pages(fetch: Callable[[str | None], Any], attribute: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_CAP):
+        page = await fetch(cursor)
+        items.extend(getattr(page, attribute))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+_CONNECTION_MARKERS = ("connection closed", "connection lost", "closed resource", "broken", "eof")
+
+
+def _is_connection_error(error: BaseException) -> bool:
+    text = str(error).lower()
+    return any(marker in text for marker in _CONNECTION_MARKERS)
+
+
+def _describe_error(error: BaseException) -> str:
+    """One readable line for a connection failure, unwrapping exception groups."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, FileNotFoundError):
+        return f"command not found: {error.filename or error}"
+    if isinstance(error, TimeoutError):
+        return "timed out while connecting"
+    text = str(error) or type(error).__name__
+    if "ConnectError" in type(error).__name__ or "connection refused" in text.lower():
+        return f"cannot connect: {text}"
+    return f"{type(error).__name__}: {text}" if type(error).__name__ not in text else text

@@ -1,0 +1,278 @@
+"""The catalog: one immutable snapshot of every tool the gateway serves.
+
+A snapshot is rebuilt whenever a backend's lists change or a definition is
+added, and swapped in atomically, so the hot path is a dict lookup with no
+locks. Middleware order follows seed 000: validation → capability filter →
+search mode → aliases → composites (outermost).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp_types as types
+
+from toolweave.backends.base import Backend
+from toolweave.catalog.patterns import PatternSet
+from toolweave.catalog.search import ToolIndex
+from toolweave.catalog.validation import ArgumentValidator, secret_fields
+from toolweave.composite.base import BuildError, Composite, ResolvedTool
+from toolweave.config._base import split_tool_ref
+from toolweave.config.models import BackendConfig, Config
+
+logger = logging.getLogger("toolweave.catalog")
+
+ToolClass = Literal["read", "serial", "concurrent", "composite"]
+
+
+@dataclass(slots=True, eq=False)
+class Entry:
+    """One callable tool under its exposed name."""
+
+    name: str
+    tool: types.Tool
+    backend: Backend | None = None
+    backend_tool: str | None = None
+    composite: Composite | None = None
+    hidden: bool = False
+    """Hidden from clients by a filter; still callable from composites."""
+    tool_class: ToolClass = "serial"
+    timeout: float | None = None
+    max_concurrency: int | None = None
+    secrets: frozenset[str] = frozenset()
+    _validator: ArgumentValidator | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.composite.kind if self.composite is not None else "backend"
+
+    @property
+    def validator(self) -> ArgumentValidator:
+        if self._validator is None:
+            self._validator = ArgumentValidator(self.tool.input_schema)
+        return self._validator
+
+    def resolved(self) -> ResolvedTool:
+        composite = self.composite
+        return ResolvedTool(
+            name=self.name,
+            tool=self.tool,
+            backend=self.backend.name if self.backend else None,
+            composite_kind=composite.kind if composite else None,
+            references=composite.references if composite else frozenset(),
+        )
+
+
+@dataclass(slots=True)
+class CatalogIssue:
+    """A problem found while building a snapshot (a conflict, a degraded composite)."""
+
+    subject: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.message}"
+
+
+class Catalog:
+    """An immutable snapshot. Build with `Catalog.build(...)`."""
+
+    def __init__(self, separator: str) -> None:
+        self.separator = separator
+        self.entries: dict[str, Entry] = {}
+        self.by_reference: dict[str, Entry] = {}
+        self.issues: list[CatalogIssue] = []
+        self.degraded: dict[str, list[str]] = {}
+        self.listed: list[types.Tool] = []
+        self.index: ToolIndex | None = None
+        self.used_in: dict[str, list[str]] = {}
+
+    # -- lookups -----------------------------------------------------------
+
+    def get(self, name: str) -> Entry | None:
+        return self.entries.get(name)
+
+    def resolve(self, reference: str) -> ResolvedTool | None:
+        entry = self.lookup(reference)
+        return entry.resolved() if entry else None
+
+    def lookup(self, reference: str) -> Entry | None:
+        """An exposed name, or a `backend/tool` / `backend.tool` reference (hidden tools included)."""
+        return self.entries.get(reference) or self.by_reference.get(reference)
+
+    def visible(self) -> Iterable[Entry]:
+        return (entry for entry in self.entries.values() if not entry.hidden)
+
+    # -- building ----------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        config: Config,
+        backends: Sequence[Backend],
+        definitions: Sequence[Any] = (),
+        *,
+        strict: bool = False,
+    ) -> Catalog:
+        """Assemble a snapshot from connected backends and composite definitions.
+
+        `strict` (used by `toolweave validate --connect`) makes every composite
+        problem an issue; at serve time such composites are only `degraded`.
+        """
+        catalog = cls(config.gateway.separator)
+        policy = config.policy
+        for backend in backends:
+            catalog._add_backend(backend, policy_concurrent=False)
+        catalog._add_composites(definitions, config.gateway.max_depth)
+        catalog._finish(config)
+        return catalog
+
+    def _add_backend(self, backend: Backend, *, policy_concurrent: bool) -> None:
+        config = backend.config
+        expose, hide = PatternSet(config.expose), PatternSet(config.hide)
+        for tool in backend.tools:
+            hidden = _filtered(tool, config, expose, hide)
+            override = config.tools.get(tool.name)
+            base_name = self._exposed_name(config, tool.name)
+            names = [override.name] if override and override.name else [base_name]
+            if override and override.name and override.keep_original:
+                names.append(base_name)
+            listed_tool = tool
+            if override and override.description is not None:
+                listed_tool = tool.model_copy(update={"description": override.description})
+            entry = None
+            for name in names:
+                entry = Entry(
+                    name=name,
+                    tool=listed_tool.model_copy(update={"name": name}),
+                    backend=backend,
+                    backend_tool=tool.name,
+                    hidden=hidden,
+                    tool_class=_tool_class(tool, config, override),
+                    timeout=override.timeout if override and override.timeout is not None else None,
+                    max_concurrency=override.max_concurrency if override else None,
+                    secrets=secret_fields(tool.input_schema),
+                )
+                self._insert(entry, f"backend {backend.name!r} tool {tool.name!r}")
+            if entry is not None:
+                for reference in (f"{backend.name}/{tool.name}", f"{backend.name}.{tool.name}"):
+                    self.by_reference.setdefault(reference, self.entries.get(entry.name, entry))
+
+    def _exposed_name(self, config: BackendConfig, tool_name: str) -> str:
+        return f"{config.name}{self.separator}{tool_name}" if config.namespace else tool_name
+
+    def _insert(self, entry: Entry, origin: str) -> bool:
+        existing = self.entries.get(entry.name)
+        if existing is not None:
+            self.issues.append(
+                CatalogIssue(
+                    entry.name,
+                    f"name conflict: {origin} and {_origin(existing)} are both exposed as {entry.name!r}; "
+                    "rename one with an alias, or enable namespacing",
+                )
+            )
+            return False
+        self.entries[entry.name] = entry
+        return True
+
+    def _add_composites(self, definitions: Sequence[Any], max_depth: int) -> None:
+        from toolweave.composite import build_composite
+
+        pending = list(definitions)
+        names = {d.name for d in pending}
+        progress = True
+        while pending and progress:
+            progress = False
+            for definition in list(pending):
+                waits_on = _composite_dependencies(definition) & names
+                if any(name not in self.entries for name in waits_on if name != definition.name):
+                    continue
+                pending.remove(definition)
+                progress = True
+                self._build_one(definition, build_composite)
+        for definition in pending:
+            cycle = sorted(_composite_dependencies(definition) & names)
+            self._degrade(definition.name, [f"depends on composites that cannot be built or form a cycle: {cycle}"])
+
+    def _build_one(self, definition: Any, build_composite: Any) -> None:
+        try:
+            composite = build_composite(definition, self)
+        except BuildError as error:
+            self._degrade(definition.name, [f"{path}: {msg}" if path else msg for path, msg in error.issues])
+            return
+        except Exception as error:  # noqa: BLE001 - one bad definition must not take the catalog down
+            logger.exception("building composite %s failed", definition.name)
+            self._degrade(definition.name, [f"cannot build: {error}"])
+            return
+        entry = Entry(
+            name=composite.name,
+            tool=composite.tool,
+            composite=composite,
+            tool_class="composite",
+            secrets=secret_fields(composite.tool.input_schema),
+        )
+        if self._insert(entry, f"composite tool {composite.name!r}"):
+            for reference in composite.references:
+                target = self.lookup(reference)
+                self.used_in.setdefault(target.name if target else reference, []).append(composite.name)
+
+    def _degrade(self, name: str, problems: list[str]) -> None:
+        self.degraded[name] = problems
+        for problem in problems:
+            self.issues.append(CatalogIssue(name, problem))
+
+    def _finish(self, config: Config) -> None:
+        self.listed = [entry.tool for entry in self.visible()]
+        if config.gateway.tool_exposure == "search":
+            self.index = ToolIndex(self.listed)
+
+
+def _filtered(tool: types.Tool, config: BackendConfig, expose: PatternSet, hide: PatternSet) -> bool:
+    if expose and not expose.matches(tool.name):
+        return True
+    if hide and hide.matches(tool.name):
+        return True
+    annotations = tool.annotations
+    read_only = bool(annotations and annotations.read_only_hint)
+    if config.read_only_only and not read_only:
+        return True
+    return bool(config.hide_destructive and is_destructive(tool))
+
+
+def is_destructive(tool: types.Tool) -> bool:
+    """MCP semantics: a tool not marked read-only is destructive unless it says destructiveHint=false."""
+    annotations = tool.annotations
+    if annotations is None:
+        return True
+    if annotations.read_only_hint:
+        return False
+    return annotations.destructive_hint is not False
+
+
+def _tool_class(tool: types.Tool, config: BackendConfig, override: Any) -> ToolClass:
+    if tool.annotations is not None and tool.annotations.read_only_hint:
+        return "read"
+    promoted = override.concurrent if override is not None and override.concurrent is not None else config.concurrent
+    return "concurrent" if promoted else "serial"
+
+
+def _origin(entry: Entry) -> str:
+    if entry.composite is not None:
+        return f"composite tool {entry.name!r}"
+    return f"backend {entry.backend.name if entry.backend else '?'!r} tool {entry.backend_tool!r}"
+
+
+def _composite_dependencies(definition: Any) -> set[str]:
+    """Exposed names a workflow's steps call (other composites must be built first)."""
+    steps = getattr(definition, "steps", None) or []
+    names: set[str] = set()
+    for step in steps:
+        for candidate in (getattr(step, "tool", None), getattr(getattr(step, "step", None), "tool", None)):
+            if isinstance(candidate, str) and split_tool_ref(candidate) is None:
+                names.add(candidate)
+        if isinstance(step, Mapping) and isinstance(step.get("tool"), str):
+            names.add(step["tool"])
+    return names

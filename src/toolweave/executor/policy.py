@@ -1,0 +1,55 @@
+"""Who may call what: allow/deny patterns, globally and per tenant or API key scope."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from toolweave.catalog.patterns import PatternSet
+from toolweave.config.models import PolicyConfig
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    tenant: str | None
+    scope: str | None
+    allow: PatternSet
+    deny: PatternSet
+
+
+class Policy:
+    """Evaluated for every call, including each inner call of a composite.
+
+    Deny wins over allow. A non-empty allow list (global or of a matching
+    rule) means only matching tools are allowed.
+    """
+
+    def __init__(self, config: PolicyConfig) -> None:
+        self._allow = PatternSet(config.allow)
+        self._deny = PatternSet(config.deny)
+        self._rules = [
+            _Rule(rule.tenant, rule.scope, PatternSet(rule.allow), PatternSet(rule.deny)) for rule in config.rules
+        ]
+        self.approval = PatternSet(config.approval)
+        self.approve_destructive = config.approve_destructive
+        self.is_open = not (self._allow or self._deny or self._rules)
+
+    def denial(self, name: str, tenant: str | None = None, scopes: Collection[str] = ()) -> str | None:
+        """Why `name` may not be called, or None when it may."""
+        if self.is_open:
+            return None
+        if self._deny.matches(name):
+            return f"tool {name!r} is denied by the gateway policy"
+        if self._allow and not self._allow.matches(name):
+            return f"tool {name!r} is not in the gateway policy's allow list"
+        for rule in self._rules:
+            if rule.tenant is not None and rule.tenant != tenant:
+                continue
+            if rule.scope is not None and rule.scope not in scopes:
+                continue
+            who = f"tenant {tenant!r}" if rule.tenant else f"scope {rule.scope!r}" if rule.scope else "this caller"
+            if rule.deny.matches(name):
+                return f"tool {name!r} is denied for {who} by the gateway policy"
+            if rule.allow and not rule.allow.matches(name):
+                return f"tool {name!r} is not allowed for {who} by the gateway policy"
+        return None

@@ -1,0 +1,212 @@
+"""`Gateway`: backends + catalog + executor, assembled from a config.
+
+The server, the CLI and the Python API all drive this one object. It knows
+nothing of HTTP or databases: a run store and extra definitions are handed
+in by whoever owns them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+from toolweave.backends import Backend, create_backend
+from toolweave.catalog.catalog import Catalog, Entry
+from toolweave.config.loader import load_config
+from toolweave.config.models import Config
+from toolweave.executor.executor import FIND_TOOLS, CALL_TOOL, BatchCall, Session, ToolExecutor
+from toolweave.executor.policy import Policy
+from toolweave.runs import MemoryRunStore, RunStore
+
+logger = logging.getLogger("toolweave.gateway")
+ToolsChanged = Callable[[], None]
+
+SEARCH_TOOLS = [
+    types.Tool(
+        name=FIND_TOOLS,
+        description=(
+            "Find tools by what they do. Returns the best matching tools with their input schemas; "
+            "call one with call_tool."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do, in a few words"},
+                "limit": {"type": "integer", "minimum": 1, "default": 10},
+            },
+            "required": ["query"],
+        },
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name=CALL_TOOL,
+        description="Call a tool found with find_tools, by its name, with its arguments.",
+        input_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            "required": ["name"],
+        },
+    ),
+]
+
+
+class Gateway:
+    """Use as `async with Gateway.from_config("toolweave.toml") as gw:`."""
+
+    def __init__(self, config: Config, *, runs: RunStore | None = None, errlog: Any = None) -> None:
+        self.config = config
+        self.policy = Policy(config.policy)
+        self.runs: RunStore = runs or MemoryRunStore()
+        self.backends: dict[str, Backend] = {}
+        self._errlog = errlog
+        self._definitions: dict[str, tuple[str | None, Any]] = {}
+        """Extra (API-managed) composite definitions: name → (owner tenant, definition)."""
+        self._catalog = Catalog.build(config, [], [])
+        self._listeners: list[ToolsChanged] = []
+        self._tool_caps: dict[str, asyncio.Semaphore] = {}
+        self._rebuild_pending = False
+        self._executor: ToolExecutor | None = None
+        self._started = False
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> Gateway:
+        return cls(load_config(path), **options)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def __aenter__(self) -> Gateway:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self, *, wait: bool = True) -> None:
+        """Connect every backend concurrently; with `wait`, until each is up or the startup timeout passes."""
+        for backend_config in self.config.backends:
+            if not backend_config.enabled:
+                continue
+            options = {"errlog": self._errlog} if self._errlog is not None and not backend_config.python else {}
+            backend = create_backend(backend_config, **options)
+            backend.on_change(lambda _b: self.schedule_rebuild())
+            self.backends[backend.name] = backend
+        await asyncio.gather(*(backend.start() for backend in self.backends.values()))
+        if wait:
+            timeout = self.config.gateway.startup_timeout
+            await asyncio.gather(*(b.wait_ready(timeout) for b in self.backends.values()))
+        self._started = True
+        self.rebuild()
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(backend.stop() for backend in self.backends.values()), return_exceptions=True)
+        self._started = False
+
+    # -- catalog -----------------------------------------------------------
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._catalog
+
+    def rebuild(self) -> Catalog:
+        """Build a new snapshot and swap it in; tell listeners when what clients see changed."""
+        old = self._catalog
+        definitions = [*self.config.composite_tools, *(d for _, d in self._definitions.values())]
+        catalog = Catalog.build(self.config, list(self.backends.values()), definitions)
+        self._catalog = catalog
+        for issue in catalog.issues:
+            if issue not in old.issues:
+                logger.warning("catalog: %s", issue)
+        if _listing_key(old.listed) != _listing_key(catalog.listed):
+            for listener in list(self._listeners):
+                try:
+                    listener()
+                except Exception:  # noqa: BLE001
+                    logger.exception("tools-changed listener failed")
+        return catalog
+
+    def schedule_rebuild(self) -> None:
+        """Coalesce bursts of backend changes into one rebuild on the next loop turn."""
+        if not self._started or self._rebuild_pending:
+            return
+        self._rebuild_pending = True
+        asyncio.get_running_loop().call_soon(self._scheduled_rebuild)
+
+    def _scheduled_rebuild(self) -> None:
+        self._rebuild_pending = False
+        self.rebuild()
+
+    def on_tools_changed(self, listener: ToolsChanged) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def set_definitions(self, definitions: Mapping[str, tuple[str | None, Any]]) -> Catalog:
+        """Replace the API-managed definitions (name → (owner tenant, definition)) and rebuild."""
+        self._definitions = dict(definitions)
+        return self.rebuild()
+
+    def owner_of(self, name: str) -> str | None:
+        found = self._definitions.get(name)
+        return found[0] if found else None
+
+    def tool_semaphore(self, entry: Entry) -> asyncio.Semaphore | None:
+        if entry.max_concurrency is None:
+            return None
+        cap = self._tool_caps.get(entry.name)
+        if cap is None:
+            cap = self._tool_caps[entry.name] = asyncio.Semaphore(entry.max_concurrency)
+        return cap
+
+    # -- the Python API ----------------------------------------------------
+
+    def executor(self, session: Session | None = None) -> ToolExecutor:
+        return ToolExecutor(self, session)
+
+    @property
+    def default_executor(self) -> ToolExecutor:
+        if self._executor is None:
+            self._executor = ToolExecutor(self)
+        return self._executor
+
+    def list_tools(self, tenant: str | None = None) -> list[types.Tool]:
+        """What a client sees in tools/list (search mode: find_tools, call_tool and the pinned tools)."""
+        catalog = self._catalog
+        visible = [t for t in catalog.listed if self._listed_for(t.name, tenant)]
+        if catalog.index is None:
+            return visible
+        pinned = set(self.config.gateway.pinned)
+        return [*SEARCH_TOOLS, *(t for t in visible if t.name in pinned)]
+
+    def _listed_for(self, name: str, tenant: str | None) -> bool:
+        owner = self.owner_of(name)
+        return owner is None or owner == tenant
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> types.CallToolResult:
+        return await self.default_executor.call(name, dict(arguments or {}))
+
+    async def execute_batch(
+        self, calls: Sequence[BatchCall | Mapping[str, Any]], *, cancel: asyncio.Event | None = None
+    ) -> list[types.CallToolResult]:
+        return await self.default_executor.execute_batch(calls, cancel=cancel)
+
+    def export(self, format: str, names: Sequence[str] | None = None) -> Any:
+        from toolweave.export import export_tools
+
+        tools = self.list_tools() if names is None else [self._catalog.get(n).tool for n in names if self._catalog.get(n)]
+        return export_tools(tools, format)
+
+    def describe_backends(self) -> list[dict[str, Any]]:
+        return [backend.describe() for backend in self.backends.values()]
+
+    @property
+    def base_dir(self) -> Path:
+        return Path(self.config.source).parent if self.config.source else Path.cwd()
+
+
+def _listing_key(tools: Sequence[types.Tool]) -> list[tuple[str, str | None, str]]:
+    return [(t.name, t.description, repr(t.input_schema)) for t in tools]

@@ -1,0 +1,262 @@
+"""The database handle: URL normalisation, engine setup, migrations on start.
+
+One `Database` per gateway process. `start()` migrates to the newest schema
+before anything queries it, so a gateway never runs against a schema it does
+not know; two gateways starting together serialise on a lock instead of
+racing through the same migration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from sqlalchemy import Connection, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import AsyncAdaptedQueuePool
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+DEFAULT_BUSY_TIMEOUT_MS = 10_000
+
+_BEGIN_OPTION = "toolweave_sqlite_begin"
+_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_POSTGRES_SCHEMES = {"postgresql", "postgres", "postgresql+asyncpg"}
+_SQLITE_SCHEMES = {"sqlite", "sqlite+aiosqlite"}
+
+Dialect = Literal["sqlite", "postgresql"]
+
+
+def _json_dumps(value: Any) -> str:
+    """Lenient on purpose: run outputs may hold values JSON has no type for; they become strings."""
+    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def alembic_config() -> AlembicConfig:
+    """The Alembic configuration, built in code so no alembic.ini has to ship or be found.
+
+    Also what a developer passes to `alembic.command.revision(...)` to add a migration.
+    """
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("version_locations", str(MIGRATIONS_DIR / "versions"))
+    return config
+
+
+def _normalise_sqlite(url: URL) -> tuple[URL, Path | None]:
+    database = url.database or ":memory:"
+    if database == ":memory:":
+        return url.set(drivername="sqlite+aiosqlite", database=":memory:", query={}), None
+    path = Path(database).expanduser()
+    return url.set(drivername="sqlite+aiosqlite", database=str(path)), path
+
+
+def _normalise_postgres(url: URL) -> tuple[URL, str | None]:
+    query = dict(url.query)
+    schema = query.pop("schema", None)
+    sslmode = query.pop("sslmode", None)
+    if sslmode is not None:
+        query["ssl"] = sslmode
+    return url.set(drivername="postgresql+asyncpg", query=query), _single(schema)
+
+
+def _single(value: str | tuple[str, ...] | None) -> str | None:
+    return value[-1] if isinstance(value, tuple) else value
+
+
+def _parse(url: str) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise ValueError(
+            "invalid database URL: expected sqlite:///path.db, sqlite:///:memory: or postgresql://user@host/db"
+        ) from None
+
+
+def _advisory_key(name: str) -> int:
+    """A stable signed 64-bit lock id; scoped by schema so separate schemas do not wait on each other."""
+    digest = hashlib.sha256(f"toolweave-migrations:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class Database:
+    """An async engine plus the schema it was migrated to. Build with `from_url`, then `await start()`."""
+
+    def __init__(
+        self,
+        url: URL,
+        dialect: Dialect,
+        *,
+        sqlite_path: Path | None = None,
+        schema: str | None = None,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        echo: bool = False,
+    ) -> None:
+        self.url = url
+        self.dialect: Dialect = dialect
+        self.sqlite_path = sqlite_path
+        self.schema = schema
+        self.busy_timeout_ms = busy_timeout_ms
+        self._echo = echo
+        self._engine: AsyncEngine | None = None
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        schema: str | None = None,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        echo: bool = False,
+    ) -> Database:
+        """Accept the URLs users write (`sqlite:///x.db`, `postgresql://...`) and pick the async driver.
+
+        PostgreSQL takes an optional schema (the `schema` argument or a `?schema=` query
+        parameter) so several gateways or test runs can share one database without sharing tables.
+        """
+        parsed = _parse(url)
+        if parsed.drivername in _SQLITE_SCHEMES:
+            async_url, path = _normalise_sqlite(parsed)
+            return cls(async_url, "sqlite", sqlite_path=path, busy_timeout_ms=busy_timeout_ms, echo=echo)
+        if parsed.drivername in _POSTGRES_SCHEMES:
+            async_url, url_schema = _normalise_postgres(parsed)
+            chosen = schema or url_schema
+            if chosen is not None and not _SCHEMA_RE.match(chosen):
+                raise ValueError(f"invalid PostgreSQL schema name {chosen!r}: use lowercase letters, digits, _")
+            return cls(async_url, "postgresql", schema=chosen, busy_timeout_ms=busy_timeout_ms, echo=echo)
+        raise ValueError(
+            f"unsupported database URL scheme {parsed.drivername!r}: use sqlite:///path.db or postgresql://..."
+        )
+
+    def __repr__(self) -> str:
+        return f"Database({self.url.render_as_string(hide_password=True)!r})"
+
+    @property
+    def is_memory(self) -> bool:
+        return self.dialect == "sqlite" and self.sqlite_path is None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            raise RuntimeError("the database is not started: await db.start() first")
+        return self._engine
+
+    async def start(self) -> None:
+        """Create the engine and migrate to the newest schema. Safe to call again."""
+        if self._engine is not None:
+            return
+        self._engine = self._create_engine()
+        try:
+            await self._migrate()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            engine, self._engine = self._engine, None
+            await engine.dispose()
+
+    async def __aenter__(self) -> Database:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for queries; SQLite readers never take the write lock."""
+        async with self.engine.connect() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A transaction that commits on success.
+
+        On SQLite it starts with BEGIN IMMEDIATE: taking the write lock up front makes
+        concurrent writers wait for the busy timeout instead of failing with
+        "database is locked" when a read turns into a write mid-transaction.
+        """
+        async with self.engine.connect() as conn:
+            if self.dialect == "sqlite":
+                await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            async with conn.begin():
+                yield conn
+
+    def _create_engine(self) -> AsyncEngine:
+        options: dict[str, Any] = {"echo": self._echo, "json_serializer": _json_dumps}
+        options["json_deserializer"] = orjson.loads
+        if self.dialect == "sqlite":
+            return self._create_sqlite_engine(options)
+        if self.schema is not None:
+            options["connect_args"] = {"server_settings": {"search_path": self.schema}}
+        return create_async_engine(self.url, pool_pre_ping=True, **options)
+
+    def _create_sqlite_engine(self, options: dict[str, Any]) -> AsyncEngine:
+        options["connect_args"] = {"timeout": self.busy_timeout_ms / 1000}
+        if self.sqlite_path is None:
+            # One connection, handed out in turn: every connection to ":memory:" is a new,
+            # empty database, and sharing one connection concurrently would mix transactions.
+            options.update(poolclass=AsyncAdaptedQueuePool, pool_size=1, max_overflow=0)
+        else:
+            self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(self.url, **options)
+        _install_sqlite_hooks(engine, wal=self.sqlite_path is not None, busy_timeout_ms=self.busy_timeout_ms)
+        return engine
+
+    async def _migrate(self) -> None:
+        async with self.engine.connect() as conn:
+            if self.dialect == "sqlite":
+                await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            async with conn.begin():
+                if self.dialect == "postgresql":
+                    await self._lock_and_create_schema(conn)
+                await conn.run_sync(_upgrade_to_head)
+
+    async def _lock_and_create_schema(self, conn: AsyncConnection) -> None:
+        """Held until the migration commits, so a second gateway sees the finished schema."""
+        key = _advisory_key(self.schema or "public")
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+        if self.schema is not None:
+            await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
+
+
+def _upgrade_to_head(connection: Connection) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+def _install_sqlite_hooks(engine: AsyncEngine, *, wal: bool, busy_timeout_ms: int) -> None:
+    """Pragmas per connection, and SQLAlchemy (not the sqlite3 module) in charge of BEGIN.
+
+    The sqlite3 module's legacy mode skips BEGIN before SELECT and DDL, which breaks
+    transactional migrations and repeatable reads; taking over BEGIN fixes both and lets
+    writers ask for BEGIN IMMEDIATE.
+    """
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if wal:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get(_BEGIN_OPTION, "BEGIN"))

@@ -1,0 +1,27 @@
+"""Errors the store raises, so the server can map them to HTTP statuses without
+inspecting database exceptions (404 / 409 / 403 / 500)."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every error the store raises on purpose."""
+
+
+class NotFound(StoreError):
+    """The id or name does not exist, is deleted, or is not visible to the tenant."""
+
+
+class Conflict(StoreError):
+    """The change clashes with the current state: a duplicate name or a stale `expected_version`."""
+
+
+class Forbidden(StoreError):
+    """The object exists and is visible, but the caller may not change it (a shared tool for a tenant)."""
+
+
+class SecretKeyError(StoreError):
+    """Connection secrets cannot be decrypted or the secret key cannot be loaded.
+
+    Messages name the tenant, backend or key source, never a secret value.
+    """

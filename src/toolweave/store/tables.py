@@ -1,0 +1,197 @@
+"""The schema as SQLAlchemy Core tables.
+
+The migrations in `migrations/versions/` create exactly this schema (a test
+compares them); repositories query through these objects so column names live
+in one place. Core rather than the ORM: every repository returns frozen value
+objects, so an identity map and lazy loading would only add ways to go wrong.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+"""Deterministic constraint names, so later migrations can drop or alter them on both dialects."""
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both dialects.
+
+    SQLite has no timezone type and hands back naive values; normalising here
+    means callers always compare aware datetimes, whatever the database.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; use an aware UTC datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+"""JSONB on PostgreSQL (indexable, compact), JSON text on SQLite."""
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _tenant_fk(nullable: bool) -> Column[Any]:
+    return Column(
+        "tenant", String(128), ForeignKey("tenants.id", ondelete="CASCADE"), nullable=nullable, index=True
+    )
+
+
+tenants = Table(
+    "tenants",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    _tenant_fk(nullable=False),
+    Column("name", String(200), nullable=True),
+    Column("prefix", String(16), nullable=False, index=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("scopes", JsonType, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("last_used_at", UTCDateTime(), nullable=True),
+    Column("revoked_at", UTCDateTime(), nullable=True),
+)
+
+composite_tools = Table(
+    "composite_tools",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    _tenant_fk(nullable=True),
+    Column("name", String(64), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("validation_errors", JsonType, nullable=True),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Column("deleted_at", UTCDateTime(), nullable=True),
+)
+Index(
+    "uq_composite_tools_scope_name",
+    func.coalesce(composite_tools.c.tenant, ""),
+    composite_tools.c.name,
+    unique=True,
+    sqlite_where=text("deleted_at IS NULL"),
+    postgresql_where=text("deleted_at IS NULL"),
+)
+Index("ix_composite_tools_name", composite_tools.c.name)
+
+composite_tool_versions = Table(
+    "composite_tool_versions",
+    metadata,
+    Column("tool_id", String(36), ForeignKey("composite_tools.id", ondelete="CASCADE"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("definition", JsonType, nullable=False),
+    Column("note", Text, nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
+connections = Table(
+    "connections",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    _tenant_fk(nullable=True),
+    Column("backend", String(64), nullable=False),
+    Column("key_names", JsonType, nullable=False),
+    Column("secret", LargeBinary, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+Index(
+    "uq_connections_scope_backend",
+    func.coalesce(connections.c.tenant, ""),
+    connections.c.backend,
+    unique=True,
+)
+
+gateway_instances = Table(
+    "gateway_instances",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("hostname", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tool", String(200), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("tenant", String(128), nullable=True, index=True),
+    Column("status", String(32), nullable=False),
+    Column("arguments", JsonType, nullable=False),
+    Column("operation", String(200), nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("latency_ms", Float, nullable=False),
+    Column("started_at", Float, nullable=False, index=True),
+    Column("finished_at", Float, nullable=True),
+    Column("state", JsonType, nullable=False),
+    Column("owner", String(32), nullable=True),
+)
+Index("ix_runs_status_owner", runs.c.status, runs.c.owner)
+
+run_steps = Table(
+    "run_steps",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("step_id", String(200), primary_key=True),
+    Column("seq", Integer, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("latency_ms", Float, nullable=False),
+    Column("output", JsonType, nullable=True),
+    Column("error", Text, nullable=True),
+)

@@ -1,0 +1,135 @@
+"""An MCP server for the test suite: stdio by default, streamable HTTP with `--http PORT`.
+
+Tools cover what the gateway must handle: plain results, structured results,
+errors, slowness, crashes mid-call, garbage on stdout, big results, and a
+tool list that changes at run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import asyncio
+import os
+import sys
+import time
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+NAME = os.environ.get("TESTSERVER_NAME", "testserver")
+server = MCPServer(NAME)
+_counter = {"value": 0}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def add(a: int, b: int) -> dict[str, int]:
+    """Add two integers."""
+    return {"sum": a + b}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def search(query: Annotated[str, Field(description="What to look for")], limit: int = 3) -> str:
+    """Search the test corpus."""
+    return f"{NAME} results for {query!r} (limit {limit})"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def sleep(seconds: float, label: str = "") -> dict[str, Any]:
+    """Sleep, then report when it started and ended (for overlap checks)."""
+    start = time.time()
+    await asyncio.sleep(seconds)
+    return {"label": label, "start": start, "end": time.time()}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def fail(message: str = "it failed") -> str:
+    """Always fails with the given message."""
+    raise ToolError(message)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+def increment(by: int = 1) -> dict[str, int]:
+    """Increment a process-wide counter (a mutating tool)."""
+    _counter["value"] += by
+    return {"value": _counter["value"]}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def counter() -> dict[str, int]:
+    """Read the process-wide counter."""
+    return {"value": _counter["value"]}
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def delete_everything(confirm: bool = False) -> str:
+    """A destructive tool (does nothing)."""
+    return "deleted nothing"
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the process in the middle of the call."""
+    sys.stdout.flush()
+    os._exit(3)
+
+
+@server.tool()
+def garbage() -> str:
+    """Write bytes that are not JSON-RPC to stdout, then answer."""
+    sys.stdout.write("this is not json\n")
+    sys.stdout.flush()
+    return "answered after garbage"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def big(kilobytes: int = 100) -> str:
+    """Return a result of the given size."""
+    return "x" * (kilobytes * 1024)
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Register a new tool at run time and notify the client (list_changed)."""
+
+    def dynamic() -> str:
+        return f"I am {name}"
+
+    server.add_tool(dynamic, name=name, description=f"Added at run time: {name}")
+    await ctx.notify_tools_changed()  # 2026-07-28 clients listen through subscriptions/listen
+    with contextlib.suppress(Exception):  # handshake-era clients get the notification
+        await ctx.session.send_tool_list_changed()
+    return f"added {name}"
+
+
+@server.tool()
+def secret_echo(
+    password: Annotated[str, Field(json_schema_extra={"format": "password", "writeOnly": True})],
+) -> str:
+    """Takes a secret, returns its length."""
+    return f"length {len(password)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on this port")
+    args = parser.parse_args()
+    if args.http is None:
+        server.run("stdio")
+    else:
+        import uvicorn
+
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.http, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
