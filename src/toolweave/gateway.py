@@ -69,6 +69,9 @@ class Gateway:
         """Extra (API-managed) composite definitions: name → (owner tenant, definition)."""
         self._catalog = Catalog.build(config, [], [])
         self._listeners: list[ToolsChanged] = []
+        self._resources: dict[str, tuple[types.Resource, Backend]] = {}
+        self._templates: list[tuple[types.ResourceTemplate, Backend]] = []
+        self._prompts: dict[str, tuple[types.Prompt, Backend, str]] = {}
         self._tool_caps: dict[str, asyncio.Semaphore] = {}
         self._rebuild_pending = False
         self._executor: ToolExecutor | None = None
@@ -119,6 +122,7 @@ class Gateway:
         definitions = [*self.config.composite_tools, *(d for _, d in self._definitions.values())]
         catalog = Catalog.build(self.config, list(self.backends.values()), definitions)
         self._catalog = catalog
+        self._index_resources_and_prompts()
         for issue in catalog.issues:
             if issue not in old.issues:
                 logger.warning("catalog: %s", issue)
@@ -129,6 +133,41 @@ class Gateway:
                 except Exception:  # noqa: BLE001
                     logger.exception("tools-changed listener failed")
         return catalog
+
+    def _index_resources_and_prompts(self) -> None:
+        """Resources keep their URIs (routed by URI); names and prompt names are namespaced like tools."""
+        sep = self.config.gateway.separator
+        resources: dict[str, tuple[types.Resource, Backend]] = {}
+        templates: list[tuple[types.ResourceTemplate, Backend]] = []
+        prompts: dict[str, tuple[types.Prompt, Backend, str]] = {}
+        for backend in self.backends.values():
+            prefix = f"{backend.name}{sep}" if backend.config.namespace else ""
+            for resource in backend.resources:
+                named = resource.model_copy(update={"name": prefix + resource.name})
+                resources.setdefault(str(resource.uri), (named, backend))
+            for template in backend.resource_templates:
+                templates.append((template.model_copy(update={"name": prefix + template.name}), backend))
+            for prompt in backend.prompts:
+                name = prefix + prompt.name
+                prompts.setdefault(name, (prompt.model_copy(update={"name": name}), backend, prompt.name))
+        self._resources, self._templates, self._prompts = resources, templates, prompts
+
+    def resources(self) -> dict[str, tuple[types.Resource, Backend]]:
+        return self._resources
+
+    def resource_templates(self) -> list[types.ResourceTemplate]:
+        return [template for template, _ in self._templates]
+
+    def backend_for_template(self, uri: str) -> Backend | None:
+        """The backend whose resource template's fixed prefix matches `uri`."""
+        for template, backend in self._templates:
+            prefix = str(template.uri_template).split("{", 1)[0]
+            if prefix and uri.startswith(prefix):
+                return backend
+        return None
+
+    def prompts(self) -> dict[str, tuple[types.Prompt, Backend, str]]:
+        return self._prompts
 
     def schedule_rebuild(self) -> None:
         """Coalesce bursts of backend changes into one rebuild on the next loop turn."""

@@ -1,0 +1,100 @@
+"""`python -m bench [--quick] [--peers] [--only A,C]`: toolweave vs direct calls (and peers), side by side.
+
+Starts the backends and gateways itself (loopback only), measures, prints a table,
+writes `bench/results/<date>.json`, and prints one JSON summary object as the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+
+from bench.core import Bench, ScenarioResult, Settings
+from bench.procs import ProcessGroup, install_signal_handlers, start_backend
+from bench.report import render, summary_line, write_json
+from bench.scenarios.catalog import scenario_c
+from bench.scenarios.composites import scenario_d, scenario_e, scenario_f
+from bench.scenarios.memory import scenario_g
+from bench.scenarios.passthrough import scenario_a, scenario_b
+from bench.scenarios.peer_gateways import scenario_h
+
+Scenario = Callable[[Bench], Awaitable[ScenarioResult]]
+
+SCENARIOS: dict[str, Scenario] = {
+    "A": scenario_a,
+    "B": scenario_b,
+    "C": scenario_c,
+    "D": scenario_d,
+    "E": scenario_e,
+    "F": scenario_f,
+    "G": scenario_g,
+    "H": scenario_h,
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small call counts; finishes in under a minute")
+    parser.add_argument("--peers", action="store_true", help="also run scenario H (FastMCP, ContextForge)")
+    parser.add_argument("--only", default="", help="comma-separated scenario letters, e.g. A,D")
+    return parser.parse_args(argv)
+
+
+def selected(args: argparse.Namespace) -> list[str]:
+    if args.only:
+        keys = [k.strip().upper() for k in args.only.split(",") if k.strip()]
+        unknown = [k for k in keys if k not in SCENARIOS]
+        if unknown:
+            sys.exit(f"unknown scenario(s): {', '.join(unknown)} (known: {', '.join(SCENARIOS)})")
+        return keys
+    return [k for k in SCENARIOS if k != "H" or args.peers]
+
+
+async def run_one(key: str, bench: Bench) -> ScenarioResult:
+    """Run one scenario; a crash becomes a failed result rather than ending the run."""
+    started = time.monotonic()
+    try:
+        result = await SCENARIOS[key](bench)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        result = ScenarioResult(key, "crashed").fail(f"{type(exc).__name__}: {exc}")
+    result.metrics["scenario_s"] = round(time.monotonic() - started, 1)
+    print(render([result]), flush=True)
+    return result
+
+
+async def run_all(settings: Settings, keys: list[str], workdir: Path) -> list[ScenarioResult]:
+    results: list[ScenarioResult] = []
+    with ProcessGroup(log_dir=workdir) as group:
+        backend = start_backend(group, "backend")
+        bench = Bench(settings=settings, group=group, workdir=workdir, backend=backend)
+        for key in keys:
+            results.append(await run_one(key, bench))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    install_signal_handlers()
+    settings = Settings(quick=args.quick, peers=args.peers)
+    started = dt.datetime.now()
+    workdir = Path(tempfile.mkdtemp(prefix="toolweave-bench-"))
+    print(f"toolweave bench ({'quick' if args.quick else 'full'}); logs and configs in {workdir}", flush=True)
+    results = anyio.run(run_all, settings, selected(args), workdir)
+    path = write_json(settings, results, started)
+    elapsed = (dt.datetime.now() - started).total_seconds()
+    print(f"\nwrote {path} ({elapsed:.1f}s)", flush=True)
+    print(summary_line(results), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Asking the user through the MCP client, on both protocol revisions.
+
+Handshake-era clients (2025-11-25) get a server-initiated `elicitation/create`
+request. On 2026-07-28 there are no server-initiated requests: the call
+returns an `InputRequiredResult` naming what it needs, the client answers by
+retrying the call with `inputResponses` and our opaque `requestState`, and
+the composite — still running in the background — continues from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+
+from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
+
+PENDING_TTL = 600.0
+"""How long a call waits for the client to come back with answers before it is cancelled."""
+
+
+def client_can_elicit(ctx: Any) -> bool:
+    try:
+        capabilities = ctx.session.client_capabilities
+    except Exception:  # noqa: BLE001
+        return False
+    return bool(capabilities is not None and capabilities.elicitation is not None)
+
+
+def legacy_elicit(ctx: Any) -> Callable[[str, dict[str, Any], float | None], Awaitable[ElicitOutcome]]:
+    """An ElicitFn that sends `elicitation/create` on a handshake-era connection."""
+
+    async def elicit(message: str, schema: dict[str, Any], timeout: float | None) -> ElicitOutcome:
+        if not client_can_elicit(ctx):
+            raise ElicitUnavailable("the client did not declare the elicitation capability")
+        try:
+            async with asyncio.timeout(timeout):
+                answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+        except TimeoutError:
+            raise
+        except Exception as error:  # noqa: BLE001 - no back channel, or the client failed
+            raise ElicitUnavailable(f"the client could not be asked: {error}") from error
+        return ElicitOutcome(action=answer.action, content=dict(answer.content or {}) or None)
+
+    return elicit
+
+
+@dataclass(eq=False)
+class PendingCall:
+    """A call running in the background while the client answers its questions."""
+
+    token: str
+    task: asyncio.Task[types.CallToolResult] | None = None
+    questions: asyncio.Queue[tuple[str, types.ElicitRequest]] = field(default_factory=asyncio.Queue)
+    answers: dict[str, asyncio.Future[ElicitOutcome]] = field(default_factory=dict)
+    touched: float = field(default_factory=time.monotonic)
+    _counter: int = 0
+
+    async def elicit(self, message: str, schema: dict[str, Any], timeout: float | None) -> ElicitOutcome:
+        self._counter += 1
+        key = f"q{self._counter}"
+        future: asyncio.Future[ElicitOutcome] = asyncio.get_running_loop().create_future()
+        self.answers[key] = future
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        )
+        await self.questions.put((key, request))
+        try:
+            async with asyncio.timeout(timeout):
+                return await future
+        finally:
+            self.answers.pop(key, None)
+
+    def deliver(self, responses: dict[str, Any] | None) -> None:
+        for key, response in (responses or {}).items():
+            future = self.answers.get(key)
+            if future is None or future.done():
+                continue
+            if isinstance(response, types.ElicitResult):
+                future.set_result(ElicitOutcome(action=response.action, content=dict(response.content or {}) or None))
+            else:
+                future.set_exception(ElicitUnavailable("the client answered with something other than a form"))
+
+
+class InputBroker:
+    """Keeps the calls that are waiting for the client's answers (2026-07-28)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingCall] = {}
+
+    def new(self) -> PendingCall:
+        self._expire()
+        pending = PendingCall(token="tw-" + secrets.token_urlsafe(24))
+        self._pending[pending.token] = pending
+        return pending
+
+    def resume(self, token: str | None, responses: dict[str, Any] | None) -> PendingCall | None:
+        pending = self._pending.get(token or "")
+        if pending is None:
+            return None
+        pending.touched = time.monotonic()
+        pending.deliver(responses)
+        return pending
+
+    async def wait(self, pending: PendingCall) -> types.CallToolResult | types.InputRequiredResult:
+        """The call's result when it finishes, or the questions it is waiting on."""
+        assert pending.task is not None
+        getter = asyncio.ensure_future(pending.questions.get())
+        try:
+            await asyncio.wait([pending.task, getter], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            getter.cancel()
+            self.drop(pending)
+            raise
+        if pending.task.done():
+            getter.cancel()
+            self._pending.pop(pending.token, None)
+            return pending.task.result()
+        questions = {}
+        key, request = getter.result()
+        questions[key] = request
+        while not pending.questions.empty():
+            key, request = pending.questions.get_nowait()
+            questions[key] = request
+        return types.InputRequiredResult(input_requests=questions, request_state=pending.token)
+
+    def drop(self, pending: PendingCall) -> None:
+        self._pending.pop(pending.token, None)
+        if pending.task is not None and not pending.task.done():
+            pending.task.cancel()
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for pending in list(self._pending.values()):
+            if now - pending.touched > PENDING_TTL:
+                self.drop(pending)
+
+    async def close(self) -> None:
+        for pending in list(self._pending.values()):
+            self.drop(pending)
+            if pending.task is not None:
+                with contextlib.suppress(BaseException):
+                    await pending.task
