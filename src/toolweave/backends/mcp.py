@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import sys
 import warnings
@@ -107,7 +108,9 @@ class MCPBackend(Backend):
     async def _open_client(self) -> Client:
         config = self.config
         if config.command:
-            params = StdioServerParameters(command=config.command, args=config.args, env=config.env, cwd=config.cwd)
+            params = StdioServerParameters(
+                command=config.command, args=config.args, env=_child_env(config.env), cwd=config.cwd
+            )
             target: Any = stdio_client(params, errlog=self._errlog)
         else:
             http = create_mcp_http_client(headers=dict(config.headers)) if config.headers else None
@@ -260,6 +263,18 @@ class MCPBackend(Backend):
         if self._client is None:
             raise ConnectionError(f"backend {self.name!r} is unavailable ({self.status})")
         return self._client
+
+
+def _child_env(env: dict[str, str]) -> dict[str, str]:
+    """The backend's env, with the gateway's own bin directory first on PATH.
+
+    So `command = "python"` or `command = "mcp-server-time"` finds the programs
+    installed next to toolweave (its virtualenv) even when it is not activated.
+    """
+    if "PATH" in env:
+        return dict(env)
+    bin_dir = os.path.dirname(sys.executable)
+    return {**env, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", os.defpath)])}
 
 
 async def _all_pages(fetch: Callable[[str | None], Any], attribute: str) -> list[Any]:

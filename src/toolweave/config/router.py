@@ -20,9 +20,9 @@ import jsonschema
 import re2
 from pydantic import Field, ValidationInfo, field_validator
 
-from toolweave.composite._sandbox import check_template
 from toolweave.config._base import StrictModel
 from toolweave.config.composite_base import CompositeBase
+from toolweave.templates import check_syntax
 
 STRING_TYPES: Final = ("contains", "equals", "matches", "starts_with", "ends_with")
 """Compare the field's string form with `value`; `caseSensitive` applies."""
@@ -341,7 +341,7 @@ class RouterDef(CompositeBase):
         issues: list[tuple[str, str]] = []
         for key in ("success_template", "error_template"):
             source = getattr(self, key)
-            problem = check_template(source) if source is not None else None
+            problem = check_syntax(source) if source is not None else None
             if problem:
                 issues.append((key, problem))
         return issues

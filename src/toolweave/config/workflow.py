@@ -1,15 +1,563 @@
-"""Workflow definitions (seed 003). PLACEHOLDER being completed by the workflow work."""
+"""Workflow definitions (seed 003): a DAG of steps with templates, retries, elicitation, forEach and output.
+
+Keys are camelCase as in ToolHive (`dependsOn`, `onError`, ...); the
+snake_case spellings are accepted too, so ToolHive's internal config form
+loads unchanged. The model itself only checks shapes and types; everything
+that needs the whole definition (references, cycles, skippable outputs,
+template syntax) is in `static_issues`, which reports every problem at once.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
+from toolweave.config._base import Duration, StrictModel
 from toolweave.config.composite_base import CompositeBase
+from toolweave.templates import (
+    TemplateError,
+    check_syntax,
+    iter_template_strings,
+    template_names,
+    template_paths,
+)
+
+STEP_TYPES = ("tool", "elicitation", "forEach")
+ERROR_ACTIONS = ("abort", "continue", "retry")
+ELICIT_ACTIONS = ("abort", "continue", "skip_remaining")
+FAILURE_MODES = ("abort", "continue")
+OUTPUT_TYPES = ("string", "integer", "number", "boolean", "object", "array")
+CONTEXT_NAMES = frozenset({"params", "steps", "workflow"})
+FOREACH_NAMES = frozenset({"index", "forEach"})
+RESERVED_ITEM_VARS = CONTEXT_NAMES | FOREACH_NAMES
+
+DEFAULT_WORKFLOW_TIMEOUT = 30 * 60.0
+DEFAULT_STEP_TIMEOUT = 5 * 60.0
+DEFAULT_MAX_PARALLEL = 10
+DEFAULT_MAX_ITERATIONS = 100
+MAX_ITERATIONS = 1000
+MAX_PARALLEL = 50
+MAX_RETRIES = 10
+MAX_OUTPUT_DEPTH = 10
+
+_TOOL_REF_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._/-]*$")
+_IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+Issue = tuple[str, str]
+
+
+def _action_of(value: Any) -> Any:
+    """ToolHive writes `onDecline: {action: skip_remaining}`; the short form is the bare action."""
+    if isinstance(value, dict) and set(value) == {"action"}:
+        return value["action"]
+    return value
+
+
+ElicitAction = Annotated[str | None, BeforeValidator(_action_of)]
+
+
+class OnErrorDef(StrictModel):
+    """What a failed step does: stop the workflow, carry on with `defaultResults`, or retry."""
+
+    action: str = "abort"
+    retry_count: int | None = Field(default=None, alias="retryCount", ge=0)
+    max_retries: int | None = Field(default=None, alias="maxRetries", ge=0)
+    """Seed 003's spelling of `retryCount`."""
+    retry_delay: Duration = Field(default=1.0, alias="retryDelay")
+    """Delay before the first retry; it doubles on each further one."""
+    max_retry_delay: Duration | None = Field(default=None, alias="maxRetryDelay")
+    """Cap of the backoff; 60 x `retryDelay` when absent (as ToolHive)."""
+
+    @property
+    def retries(self) -> int:
+        if self.action != "retry":
+            return 0
+        return self.retry_count if self.retry_count is not None else self.max_retries or 0
+
+    @property
+    def delay_cap(self) -> float:
+        return self.max_retry_delay if self.max_retry_delay is not None else 60 * self.retry_delay
+
+
+class StepDef(StrictModel):
+    """One step. Which fields apply depends on `type` (tool, elicitation or forEach)."""
+
+    id: str
+    type: str | None = None
+    """tool (default), elicitation or forEach; inferred from `message` / `collection` when absent."""
+    tool: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    depends_on: list[str] = Field(default_factory=list, alias="dependsOn")
+    condition: str | bool | None = None
+    on_error: OnErrorDef | None = Field(default=None, alias="onError")
+    timeout: Duration | None = None
+    default_results: dict[str, Any] | None = Field(default=None, alias="defaultResults")
+    description: str | None = None
+    # elicitation
+    message: str | None = None
+    request_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    on_decline: ElicitAction = Field(default=None, alias="onDecline")
+    on_cancel: ElicitAction = Field(default=None, alias="onCancel")
+    default_response: Any = Field(default=None, alias="defaultResponse")
+    # forEach
+    collection: str | list[Any] | None = None
+    item_var: str = Field(default="item", alias="itemVar")
+    max_parallel: int | None = Field(default=None, alias="maxParallel")
+    max_iterations: int = Field(default=DEFAULT_MAX_ITERATIONS, alias="maxIterations")
+    step: StepDef | None = None
+    """The inner tool step a forEach runs once per item."""
+
+    @property
+    def kind(self) -> str:
+        """The effective type: `type`, else inferred from the fields given."""
+        if self.type:
+            return self.type
+        if self.message is not None and self.tool is None:
+            return "elicitation"
+        if self.collection is not None and self.tool is None:
+            return "forEach"
+        return "tool"
+
+    @property
+    def has_default_response(self) -> bool:
+        return "default_response" in self.model_fields_set
+
+    @property
+    def action(self) -> str:
+        return self.on_error.action if self.on_error else "abort"
+
+    @property
+    def may_be_skipped(self) -> bool:
+        """ToolHive's rule: a step with a condition, or one that may fail with `continue`."""
+        return bool(self.condition not in (None, "", True)) or self.action == "continue"
+
+
+class OutputPropertyDef(StrictModel):
+    type: str
+    description: str | None = None
+    value: Any = None
+    """A template (or a literal) giving the value; required unless nested `properties` build it."""
+    properties: dict[str, OutputPropertyDef] | None = None
+    items: dict[str, Any] | None = None
+    """JSON Schema of array items, for the advertised outputSchema."""
+    default: Any = None
+    required: list[str] = Field(default_factory=list)
+
+    @property
+    def has_default(self) -> bool:
+        return "default" in self.model_fields_set
+
+    @property
+    def has_value(self) -> bool:
+        return self.value not in (None, "")
+
+
+class OutputDef(StrictModel):
+    type: str = "object"
+    description: str | None = None
+    properties: dict[str, OutputPropertyDef] = Field(default_factory=dict)
+    required: list[str] = Field(default_factory=list)
 
 
 class WorkflowDef(CompositeBase):
     kind: Literal["workflow"] = "workflow"
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    steps: list[dict[str, Any]] = Field(default_factory=list)
+    steps: list[StepDef] = Field(default_factory=list)
+    timeout: Duration = DEFAULT_WORKFLOW_TIMEOUT
+    failure_mode: str = Field(default="abort", alias="failureMode")
+    max_parallel: int = Field(default=DEFAULT_MAX_PARALLEL, alias="maxParallel", ge=1, le=MAX_PARALLEL)
+    output: OutputDef | None = None
+
+    max_steps: ClassVar[int] = 200
+    """Step limit per workflow (resource bound; ToolHive uses 100)."""
+
+    def static_issues(self) -> list[Issue]:
+        """Every problem a definition has on its own, as (relative path, message)."""
+        return _Validator(self).run()
+
+
+# -- validation ------------------------------------------------------------------
+
+
+class _Validator:
+    """Walks a definition once and collects every problem; never stops at the first."""
+
+    def __init__(self, defn: WorkflowDef) -> None:
+        self.defn = defn
+        self.issues: list[Issue] = []
+        self.index: dict[str, int] = {}
+        self.param_names, self.params_closed = _parameter_names(defn.parameters)
+
+    def add(self, path: str, message: str) -> None:
+        self.issues.append((path, message))
+
+    def run(self) -> list[Issue]:
+        self.check_header()
+        self.check_parameters()
+        self.collect_ids()
+        for position, step in enumerate(self.defn.steps):
+            self.check_step(step, f"steps[{position}]")
+        ancestors = self.check_cycles()
+        for position, step in enumerate(self.defn.steps):
+            self.check_references(step, f"steps[{position}]", ancestors)
+        self.check_default_results()
+        if self.defn.output is not None:
+            self.check_output(self.defn.output)
+        return self.issues
+
+    # header, parameters, ids
+
+    def check_header(self) -> None:
+        defn = self.defn
+        if not defn.description.strip():
+            self.add("description", "is required: agents choose tools by their description")
+        if not defn.steps:
+            self.add("steps", "a workflow needs at least one step")
+        elif len(defn.steps) > defn.max_steps:
+            self.add("steps", f"too many steps: {len(defn.steps)} (the limit is {defn.max_steps})")
+        if defn.timeout <= 0:
+            self.add("timeout", "must be greater than zero")
+        self.check_choice(defn.failure_mode, FAILURE_MODES, "failureMode")
+
+    def check_parameters(self) -> None:
+        schema = self.defn.parameters
+        if schema.get("type") != "object":
+            self.add("parameters.type", f"must be 'object' (got {schema.get('type')!r})")
+        problem = _schema_problem(schema)
+        if problem:
+            self.add("parameters", f"not a valid JSON Schema: {problem}")
+
+    def collect_ids(self) -> None:
+        for position, step in enumerate(self.defn.steps):
+            if not step.id.strip():
+                self.add(f"steps[{position}].id", "must not be empty")
+            elif step.id in self.index:
+                self.add(f"steps[{position}].id", f"duplicate step id {step.id!r} (also steps[{self.index[step.id]}])")
+            else:
+                self.index[step.id] = position
+
+    def check_choice(self, value: str, choices: Iterable[str], path: str) -> None:
+        if value not in choices:
+            self.add(path, f"unknown value {value!r} (use {', '.join(choices)})")
+
+    # steps
+
+    def check_step(self, step: StepDef, path: str) -> None:
+        if step.type is not None and step.type not in STEP_TYPES:
+            self.add(f"{path}.type", f"unknown step type {step.type!r} (use tool, elicitation or forEach)")
+            return
+        if step.type is None and step.tool is not None and step.message is not None:
+            self.add(path, "has both 'tool' and 'message': give 'type' to say which kind of step it is")
+        {"tool": self.check_tool_step, "elicitation": self.check_elicitation, "forEach": self.check_for_each}[
+            step.kind
+        ](step, path)
+        for position, dep in enumerate(step.depends_on):
+            if dep not in self.index:
+                self.add(f"{path}.dependsOn[{position}]", f"unknown step {dep!r}")
+            elif dep == step.id:
+                self.add(f"{path}.dependsOn[{position}]", "a step cannot depend on itself")
+        if step.on_error is not None:
+            self.check_on_error(step.on_error, f"{path}.onError")
+        if step.timeout is not None and step.timeout <= 0:
+            self.add(f"{path}.timeout", "must be greater than zero")
+        self.check_templates(step, path)
+
+    def check_tool_step(self, step: StepDef, path: str) -> None:
+        if not step.tool:
+            self.add(f"{path}.tool", "is required for a tool step")
+        elif not _TOOL_REF_RE.match(step.tool):
+            self.add(f"{path}.tool", f"{step.tool!r} is not a tool reference (use backend/tool or an exposed name)")
+        for field in ("message", "collection", "step"):
+            if getattr(step, field) is not None:
+                self.add(f"{path}.{field}", f"not allowed on a tool step (type {step.kind!r})")
+
+    def check_elicitation(self, step: StepDef, path: str) -> None:
+        if not step.message:
+            self.add(f"{path}.message", "is required for an elicitation step")
+        for field in ("tool", "collection", "step"):
+            if getattr(step, field) is not None:
+                self.add(f"{path}.{field}", "not allowed on an elicitation step")
+        if step.arguments:
+            self.add(f"{path}.arguments", "not allowed on an elicitation step")
+        for field, alias in (("on_decline", "onDecline"), ("on_cancel", "onCancel")):
+            value = getattr(step, field)
+            if value is not None:
+                self.check_choice(value, ELICIT_ACTIONS, f"{path}.{alias}")
+        if step.request_schema is not None:
+            self.check_elicit_schema(step.request_schema, f"{path}.schema")
+
+    def check_elicit_schema(self, schema: dict[str, Any], path: str) -> None:
+        problem = _schema_problem(schema)
+        if problem:
+            self.add(path, f"not a valid JSON Schema: {problem}")
+            return
+        if schema.get("type") != "object":
+            return
+        for name, prop in (schema.get("properties") or {}).items():
+            kind = prop.get("type") if isinstance(prop, dict) else None
+            if kind not in ("string", "number", "integer", "boolean"):
+                self.add(
+                    f"{path}.properties.{name}",
+                    "MCP elicitation asks for flat forms: each property must be a string, number, integer or boolean",
+                )
+
+    def check_for_each(self, step: StepDef, path: str) -> None:
+        for field in ("tool", "message"):
+            if getattr(step, field) is not None:
+                self.add(f"{path}.{field}", f"a forEach step must not have '{field}' (put it on the inner 'step')")
+        if step.collection is None or step.collection == "":
+            self.add(f"{path}.collection", "is required for a forEach step")
+        if not _IDENTIFIER_RE.match(step.item_var):
+            self.add(f"{path}.itemVar", f"must be an identifier (got {step.item_var!r})")
+        elif step.item_var in RESERVED_ITEM_VARS:
+            self.add(f"{path}.itemVar", f"{step.item_var!r} is reserved; choose another name")
+        if step.max_parallel is not None and not 1 <= step.max_parallel <= MAX_PARALLEL:
+            self.add(f"{path}.maxParallel", f"must be between 1 and {MAX_PARALLEL}")
+        if not 1 <= step.max_iterations <= MAX_ITERATIONS:
+            self.add(f"{path}.maxIterations", f"must be between 1 and {MAX_ITERATIONS}")
+        if step.step is None:
+            self.add(f"{path}.step", "is required: the tool step to run for each item")
+            return
+        self.check_inner(step.step, f"{path}.step")
+
+    def check_inner(self, inner: StepDef, path: str) -> None:
+        if inner.kind != "tool":
+            self.add(f"{path}.type", f"must be 'tool' (got {inner.kind!r}); only tool steps run inside forEach")
+            return
+        self.check_tool_step(inner, path)
+        for field, alias in (("depends_on", "dependsOn"), ("condition", "condition"), ("default_results", "defaultResults")):
+            if getattr(inner, field):
+                self.add(f"{path}.{alias}", "not supported on the inner step of a forEach (put it on the forEach)")
+        if inner.on_error is not None:
+            self.check_on_error(inner.on_error, f"{path}.onError")
+            if inner.on_error.action == "continue":
+                self.add(f"{path}.onError.action", "use onError.action: continue on the forEach step itself")
+
+    def check_on_error(self, on_error: OnErrorDef, path: str) -> None:
+        self.check_choice(on_error.action, ERROR_ACTIONS, f"{path}.action")
+        if on_error.retry_count is not None and on_error.max_retries is not None:
+            self.add(path, "give retryCount or maxRetries, not both")
+        if on_error.action == "retry":
+            if on_error.retries < 1:
+                self.add(f"{path}.retryCount", "must be at least 1 when action is retry")
+            elif on_error.retries > MAX_RETRIES:
+                self.add(f"{path}.retryCount", f"must be at most {MAX_RETRIES}")
+
+    # templates
+
+    def check_templates(self, step: StepDef, path: str) -> None:
+        for sub, source in _step_templates(step):
+            problem = check_syntax(source)
+            if problem:
+                self.add(f"{path}.{sub}", problem)
+
+    def check_references(self, step: StepDef, path: str, ancestors: dict[str, set[str]]) -> None:
+        """Names and step references of a step's templates; the inner step of a forEach also sees its item."""
+        inner_names = CONTEXT_NAMES | FOREACH_NAMES | {step.item_var}
+        own = ancestors.get(step.id, set())
+        for sub, source in _step_templates(step):
+            names = inner_names if sub.startswith("step.") else CONTEXT_NAMES
+            self.check_source(source, f"{path}.{sub}", names, own.__contains__, step.id)
+
+    def check_source(
+        self, source: str, path: str, allowed: Iterable[str], reachable: Callable[[str], bool], own_id: str | None
+    ) -> None:
+        try:
+            names = template_names(source)
+            paths = template_paths(source)
+        except TemplateError:
+            return
+        allowed_set = set(allowed)
+        for name in sorted(names - allowed_set):
+            self.add(path, f"unknown name {name!r} (templates see {', '.join(sorted(allowed_set))})")
+        for ref in sorted(paths):
+            self.check_path(ref, path, reachable, own_id, names)
+
+    def check_path(self, ref: tuple[str, ...], path: str, reachable: Callable[[str], bool], own_id: str | None, names: set[str]) -> None:
+        root = ref[0]
+        if root not in names:
+            return
+        if root == "params" and len(ref) > 1 and self.params_closed and ref[1] not in self.param_names:
+            self.add(path, f"unknown parameter {ref[1]!r} (not in parameters.properties)")
+        if root != "steps" or len(ref) < 2:
+            return
+        target = ref[1]
+        if target not in self.index:
+            self.add(path, f"refers to unknown step {target!r}")
+        elif target == own_id:
+            self.add(path, "a step cannot use its own result")
+        elif not reachable(target):
+            self.add(path, f"uses step {target!r} but does not depend on it; add it to dependsOn")
+
+    # graph
+
+    def check_cycles(self) -> dict[str, set[str]]:
+        """Report dependency cycles; return each step's ancestors (empty when cycles exist)."""
+        from toolweave.composite.workflow.graph import find_cycles
+
+        edges = {step.id: [dep for dep in step.depends_on if dep in self.index] for step in self.defn.steps}
+        cycles = find_cycles(edges)
+        for cycle in cycles:
+            first = self.index[cycle[0]]
+            self.add(f"steps[{first}].dependsOn", "dependency cycle: " + " → ".join([*cycle, cycle[0]]))
+        if cycles:
+            return {}
+        return _ancestors(edges)
+
+    def check_default_results(self) -> None:
+        skippable = {step.id: step for step in self.defn.steps if step.may_be_skipped}
+        if not skippable:
+            return
+        for position, step in enumerate(self.defn.steps):
+            for _, source in _step_templates(step):
+                self.check_defaults_used(source, skippable, f"steps[{position}] ({step.id!r})")
+        if self.defn.output is not None:
+            for _, source in _output_templates(self.defn.output.properties, "output.properties"):
+                self.check_defaults_used(source, skippable, "the output")
+
+    def check_defaults_used(self, source: str, skippable: dict[str, StepDef], user: str) -> None:
+        try:
+            paths = template_paths(source)
+        except TemplateError:
+            return
+        for ref in sorted(paths):
+            if len(ref) < 4 or ref[0] != "steps" or ref[2] != "output" or ref[1] not in skippable:
+                continue
+            step = skippable[ref[1]]
+            if ref[3] not in (step.default_results or {}):
+                self.add(
+                    f"steps[{self.index[step.id]}].defaultResults",
+                    f"needs a value for {ref[3]!r}: step {step.id!r} may be skipped and {user} "
+                    f"uses steps.{step.id}.output.{ref[3]}",
+                )
+
+    # output
+
+    def check_output(self, output: OutputDef) -> None:
+        if output.type != "object":
+            self.add("output.type", "the output of a workflow is an object")
+        if not output.properties:
+            self.add("output.properties", "must define at least one property")
+        self.check_required(output.required, output.properties, "output.required")
+        for name, prop in output.properties.items():
+            self.check_property(name, prop, f"output.properties.{name}", 1)
+
+    def check_required(self, required: list[str], properties: dict[str, OutputPropertyDef] | None, path: str) -> None:
+        for position, name in enumerate(required):
+            if name not in (properties or {}):
+                self.add(f"{path}[{position}]", f"required property {name!r} is not defined in properties")
+
+    def check_property(self, name: str, prop: OutputPropertyDef, path: str, depth: int) -> None:
+        if depth > MAX_OUTPUT_DEPTH:
+            self.add(path, f"output properties nest deeper than {MAX_OUTPUT_DEPTH} levels")
+            return
+        if prop.type not in OUTPUT_TYPES:
+            self.add(f"{path}.type", f"unknown type {prop.type!r} (use {', '.join(OUTPUT_TYPES)})")
+        if not (prop.description or "").strip():
+            self.add(f"{path}.description", "is required (clients and models read it)")
+        if prop.has_value and prop.properties:
+            self.add(path, "give either 'value' or 'properties', not both")
+        elif not prop.has_value and not prop.properties:
+            self.add(path, "needs a 'value' (or, for an object, nested 'properties')")
+        if prop.properties and prop.type != "object":
+            self.add(f"{path}.properties", f"only an object property has nested properties (type is {prop.type!r})")
+        if prop.has_default and prop.type in OUTPUT_TYPES and not _default_fits(prop.default, prop.type):
+            self.add(f"{path}.default", f"does not fit type {prop.type!r}")
+        self.check_required(prop.required, prop.properties, f"{path}.required")
+        for sub, source in iter_template_strings(prop.value, "value"):
+            problem = check_syntax(source)
+            if problem:
+                self.add(f"{path}.{sub}", problem)
+            else:
+                self.check_source(source, f"{path}.{sub}", CONTEXT_NAMES, lambda _ref: True, None)
+        for child, child_prop in (prop.properties or {}).items():
+            self.check_property(child, child_prop, f"{path}.properties.{child}", depth + 1)
+
+
+def _step_templates(step: StepDef) -> Iterator[tuple[str, str]]:
+    """Every template of a step with its path relative to the step (`arguments.ns`, `step.arguments.x`)."""
+    yield from iter_template_strings(step.arguments, "arguments")
+    if isinstance(step.condition, str):
+        yield from iter_template_strings(step.condition, "condition")
+    if step.message is not None:
+        yield from iter_template_strings(step.message, "message")
+    if step.collection is not None:
+        yield from iter_template_strings(step.collection, "collection")
+    if step.step is not None:
+        for sub, source in _step_templates(step.step):
+            yield f"step.{sub}", source
+
+
+def _output_templates(properties: dict[str, OutputPropertyDef] | None, path: str) -> Iterator[tuple[str, str]]:
+    for name, prop in (properties or {}).items():
+        yield from iter_template_strings(prop.value, f"{path}.{name}.value")
+        yield from _output_templates(prop.properties, f"{path}.{name}.properties")
+
+
+def _parameter_names(schema: dict[str, Any]) -> tuple[frozenset[str], bool]:
+    """Declared parameter names, and whether the list is closed (no additionalProperties)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return frozenset(), False
+    extra = schema.get("additionalProperties")
+    return frozenset(properties), not extra
+
+
+def _schema_problem(schema: Any) -> str | None:
+    import jsonschema
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as error:
+        where = "/".join(str(part) for part in error.absolute_path)
+        return f"{error.message}" + (f" (at {where})" if where else "")
+    return None
+
+
+def _ancestors(edges: dict[str, list[str]]) -> dict[str, set[str]]:
+    """Every step's transitive dependencies (the graph is known to be acyclic)."""
+    memo: dict[str, set[str]] = {}
+
+    def visit(node: str) -> set[str]:
+        if node not in memo:
+            found: set[str] = set()
+            for dep in edges.get(node, ()):
+                found.add(dep)
+                found |= visit(dep)
+            memo[node] = found
+        return memo[node]
+
+    for node in edges:
+        visit(node)
+    return memo
+
+
+def _default_fits(value: Any, kind: str) -> bool:
+    """ToolHive's leniency: numbers and strings may stand in for what coercion can turn them into."""
+    if value is None:
+        return True
+    if kind == "string":
+        return True
+    if kind in ("integer", "number"):
+        return isinstance(value, int | float | str) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool | int | str)
+    if kind == "object":
+        return isinstance(value, dict | str)
+    return isinstance(value, list | str)
+
+
+__all__ = [
+    "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_MAX_PARALLEL",
+    "DEFAULT_STEP_TIMEOUT",
+    "DEFAULT_WORKFLOW_TIMEOUT",
+    "OnErrorDef",
+    "OutputDef",
+    "OutputPropertyDef",
+    "StepDef",
+    "WorkflowDef",
+]

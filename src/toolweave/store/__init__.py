@@ -1,0 +1,56 @@
+"""Persistence: the database, its migrations, and repositories for keys,
+composite tools, connections and runs.
+
+The gateway core never imports this package; the server and CLI build a
+`Database`, `await db.start()` it, and hand the repositories (and
+`SqlRunStore`, the core's `RunStore` on a database) to whoever needs them.
+"""
+
+from toolweave.store.composites import (
+    COMPOSITE_KINDS,
+    COMPOSITE_STATUSES,
+    CompositeRepository,
+    StoredComposite,
+    VersionInfo,
+)
+from toolweave.store.connections import ConnectionRepository, ConnectionSummary
+from toolweave.store.crypto import (
+    DEFAULT_KEY_FILE,
+    SECRET_KEY_ENV,
+    SECRET_KEY_FILE_ENV,
+    SecretBox,
+    SecretDict,
+)
+from toolweave.store.database import Database, alembic_config
+from toolweave.store.errors import Conflict, Forbidden, NotFound, SecretKeyError, StoreError
+from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository
+from toolweave.store.runs import SqlRunStore
+from toolweave.store.tenants import TenantInfo, TenantRepository
+
+__all__ = [
+    "COMPOSITE_KINDS",
+    "COMPOSITE_STATUSES",
+    "DEFAULT_KEY_FILE",
+    "SECRET_KEY_ENV",
+    "SECRET_KEY_FILE_ENV",
+    "VALID_SCOPES",
+    "ApiKeyInfo",
+    "CompositeRepository",
+    "Conflict",
+    "ConnectionRepository",
+    "ConnectionSummary",
+    "Database",
+    "Forbidden",
+    "KeyRepository",
+    "NotFound",
+    "SecretBox",
+    "SecretDict",
+    "SecretKeyError",
+    "SqlRunStore",
+    "StoreError",
+    "StoredComposite",
+    "TenantInfo",
+    "TenantRepository",
+    "VersionInfo",
+    "alembic_config",
+]

@@ -128,7 +128,9 @@ async def _find(
     query = (
         _current()
         .where(matches, _visible(tenant))
-        .order_by(case((tools_t.c.id == id_or_name, 0), else_=1), case((tools_t.c.tenant.is_(None), 1), else_=0))
+        .order_by(
+            case((tools_t.c.id == id_or_name, 0), else_=1), case((tools_t.c.tenant.is_(None), 1), else_=0)
+        )
         .limit(1)
     )
     if lock:
@@ -285,7 +287,11 @@ class CompositeRepository:
             rows = (await conn.execute(query)).all()
         return [
             VersionInfo(
-                tool_id=r.tool_id, version=r.version, definition=r.definition, note=r.note, created_at=r.created_at
+                tool_id=r.tool_id,
+                version=r.version,
+                definition=r.definition,
+                note=r.note,
+                created_at=r.created_at,
             )
             for r in rows
         ]

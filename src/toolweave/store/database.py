@@ -130,7 +130,9 @@ class Database:
             async_url, url_schema = _normalise_postgres(parsed)
             chosen = schema or url_schema
             if chosen is not None and not _SCHEMA_RE.match(chosen):
-                raise ValueError(f"invalid PostgreSQL schema name {chosen!r}: use lowercase letters, digits, _")
+                raise ValueError(
+                    f"invalid PostgreSQL schema name {chosen!r}: use lowercase letters, digits, _"
+                )
             return cls(async_url, "postgresql", schema=chosen, busy_timeout_ms=busy_timeout_ms, echo=echo)
         raise ValueError(
             f"unsupported database URL scheme {parsed.drivername!r}: use sqlite:///path.db or postgresql://..."

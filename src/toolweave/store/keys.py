@@ -15,8 +15,8 @@ import secrets
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Row, Select, select, update
 
@@ -180,4 +180,3 @@ class KeyRepository:
 def _by_id(key_id: str, tenant: str | None) -> Select[Any]:
     query = select(api_keys).where(api_keys.c.id == key_id)
     return query if tenant is None else query.where(api_keys.c.tenant == tenant)
-

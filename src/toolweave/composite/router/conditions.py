@@ -113,8 +113,9 @@ class FieldReader:
         self._rest = tuple(parts[1:])
 
     def read(self, arguments: Mapping[str, Any]) -> Any:
-        if self._path in arguments:
-            return arguments[self._path]
+        exact = arguments.get(self._path, _MISSING)
+        if exact is not _MISSING or not self._rest:
+            return exact
         current = arguments.get(self._first, _MISSING)
         for part in self._rest:
             current = _step(current, part)

@@ -145,10 +145,14 @@ def _create_key_file(path: Path) -> None:
         pass
     finally:
         temporary.unlink(missing_ok=True)
-    log.info("created the secret key file %s (mode 0600); back it up: connections cannot be read without it", path)
+    log.info(
+        "created the secret key file %s (mode 0600); back it up: connections cannot be read without it", path
+    )
 
 
 def _warn_if_exposed(path: Path) -> None:
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        log.warning("the secret key file %s is readable by other users (mode %o); chmod 600 it", path, mode & 0o777)
+        log.warning(
+            "the secret key file %s is readable by other users (mode %o); chmod 600 it", path, mode & 0o777
+        )

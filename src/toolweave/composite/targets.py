@@ -1,0 +1,30 @@
+"""Resolving the tools a router or fan-out calls, with every problem reported at once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
+
+BACKEND_ONLY = "routers and fan-outs target backend tools only"
+
+
+def resolve_targets(references: Sequence[tuple[str, str]], resolver: ToolResolver) -> list[ResolvedTool]:
+    """Resolve (path, reference) pairs in order; raise one BuildError naming every bad reference.
+
+    Routers and fan-outs call backend tools only: nesting composites would
+    hide inner calls from their annotations and make their results unreadable.
+    """
+    resolved: list[ResolvedTool] = []
+    issues: list[tuple[str, str]] = []
+    for path, reference in references:
+        found = resolver.resolve(reference)
+        if found is None:
+            issues.append((path, f"unknown tool {reference!r}"))
+        elif found.composite_kind is not None:
+            issues.append((path, f"{reference!r} is a {found.composite_kind}: {BACKEND_ONLY}"))
+        else:
+            resolved.append(found)
+    if issues:
+        raise BuildError(issues)
+    return resolved

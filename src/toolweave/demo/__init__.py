@@ -1,0 +1,1 @@
+"""Demo backends bundled with toolweave: they run offline, on a fresh machine."""

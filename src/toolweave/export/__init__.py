@@ -1,0 +1,1 @@
+"""Exporting tools: description writing now, export formats (mcp, openai, anthropic, ...) later."""
