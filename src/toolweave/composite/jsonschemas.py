@@ -57,6 +57,13 @@ def type_value(names: Sequence[str]) -> str | list[str]:
     return names[0] if len(names) == 1 else list(names)
 
 
+def renamed_property(prop: Mapping[str, Any], *, renamed: bool) -> Mapping[str, Any]:
+    """A renamed parameter drops its `title`: generated titles spell the old name (`Profile Url`)."""
+    if renamed and "title" in prop:
+        return {key: value for key, value in prop.items() if key != "title"}
+    return prop
+
+
 def merge_definitions(
     schemas: Sequence[tuple[str, Mapping[str, Any]]],
 ) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:

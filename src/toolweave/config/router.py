@@ -115,7 +115,9 @@ class Condition(StrictModel):
 
     @field_validator("conditions")
     @classmethod
-    def _conditions_for_groups(cls, value: list[Condition] | None, info: ValidationInfo) -> list[Condition] | None:
+    def _conditions_for_groups(
+        cls, value: list[Condition] | None, info: ValidationInfo
+    ) -> list[Condition] | None:
         kind = _type_of(info)
         if kind is None:
             return value
@@ -266,7 +268,10 @@ class RouterDef(CompositeBase):
         for index, op in enumerate(self.operations):
             if op.slug in first_index:
                 issues.append(
-                    (f"operations[{index}].slug", f"duplicate slug {op.slug!r} (also operations[{first_index[op.slug]}])")
+                    (
+                        f"operations[{index}].slug",
+                        f"duplicate slug {op.slug!r} (also operations[{first_index[op.slug]}])",
+                    )
                 )
             first_index.setdefault(op.slug, index)
             issues.extend(self._mapping_issues(index, op))
@@ -309,7 +314,9 @@ class RouterDef(CompositeBase):
         issues: list[tuple[str, str]] = []
         if self.routing == "agent_driven":
             if self.rules:
-                issues.append(("rules", "rules are not used by agent_driven routing (remove them or use rule_based)"))
+                issues.append(
+                    ("rules", "rules are not used by agent_driven routing (remove them or use rule_based)")
+                )
             if self.default_operation is not None:
                 issues.append(
                     (
@@ -322,7 +329,9 @@ class RouterDef(CompositeBase):
             issues.append(("rules", "rule_based routing needs at least one rule or a default_operation"))
         for index, rule in enumerate(self.rules):
             if rule.operation not in known:
-                issues.append((f"rules[{index}].operation", f"unknown operation {rule.operation!r} ({listing})"))
+                issues.append(
+                    (f"rules[{index}].operation", f"unknown operation {rule.operation!r} ({listing})")
+                )
         if self.default_operation is not None and self.default_operation not in known:
             issues.append(("default_operation", f"unknown operation {self.default_operation!r} ({listing})"))
         return issues

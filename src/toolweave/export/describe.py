@@ -28,7 +28,9 @@ SUMMARY_CHARS: Final = 200
 
 _SECTION_MARKERS: Final = ("# Required inputs", "# Optional inputs")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
-_NOT_A_VERB: Final = frozenset({"a", "an", "the", "this", "that", "these", "it", "one", "all", "every", "each"})
+_NOT_A_VERB: Final = frozenset(
+    {"a", "an", "the", "this", "that", "these", "it", "one", "all", "every", "each"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,19 +164,20 @@ def opening(description: str, fallback: str) -> str:
         return _sentence(f"Use this tool to {fallback}")
     if text.lower().startswith("use this tool"):
         return _sentence(text)
-    first_word = text.split(" ", 1)[0]
-    bare = first_word.strip(",.:;").lower()
-    if bare in _NOT_A_VERB or (bare.endswith("s") and not bare.endswith("ss")) or not bare.isalpha():
+    first_word = text.split(" ", 1)[0].strip(",.:;!?")
+    if not _looks_imperative(first_word):
         return _sentence(text)
-    return _sentence(f"Use this tool to {_lower_first(text)}")
+    return _sentence(f"Use this tool to {first_word[0].lower()}{text[1:]}")
 
 
-def _lower_first(text: str) -> str:
-    """Lowercase an initial capital unless the word is an acronym or a name like `GitHub`."""
-    word = text.split(" ", 1)[0]
-    if len(word) > 1 and word[0].isupper() and word[1:].islower():
-        return text[0].lower() + text[1:]
-    return text
+def _looks_imperative(word: str) -> bool:
+    """`Search`, `scrape`: yes. `Searches`, `A`, `GitHub`, `URL-aware`: no (kept as written)."""
+    bare = word.lower()
+    if not word.isalpha() or bare in _NOT_A_VERB:
+        return False
+    if bare.endswith("s") and not bare.endswith("ss"):
+        return False
+    return word[1:].islower()
 
 
 def _sentence(text: str) -> str:

@@ -136,7 +136,9 @@ def _step(current: Any, part: str) -> Any:
 class _StringCondition:
     __slots__ = ("_fold", "_reader", "_test", "description")
 
-    def __init__(self, reader: FieldReader, test: Callable[[str], bool], fold: bool, description: str) -> None:
+    def __init__(
+        self, reader: FieldReader, test: Callable[[str], bool], fold: bool, description: str
+    ) -> None:
         self._reader = reader
         self._test = test
         self._fold = fold
