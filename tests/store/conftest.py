@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,17 +20,8 @@ POSTGRES_ENV = "TOOLWEAVE_TEST_POSTGRES_URL"
 POSTGRES_SKIP = f"set {POSTGRES_ENV} (e.g. postgresql://postgres@127.0.0.1:5432/test) to run PostgreSQL tests"
 
 
-def postgres_url() -> str | None:
-    return os.environ.get(POSTGRES_ENV) or None
-
-
-def unique_schema() -> str:
-    return f"tw_test_{uuid.uuid4().hex[:16]}"
-
-
-async def drop_schema(url: str, schema: str) -> None:
-    admin = Database.from_url(url)
-    engine = admin._create_engine()
+async def _drop_schema(url: str, schema: str) -> None:
+    engine = Database.from_url(url)._create_engine()
     try:
         async with engine.begin() as conn:
             await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
@@ -48,28 +39,44 @@ def _clean_secret_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str | None]]:
-    """(url, schema) for each dialect; the schema is None on SQLite."""
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, str | None]]:
+    """(url, schema) of an empty target; the PostgreSQL schema is dropped after the test."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'toolweave.db'}", None
         return
-    url = postgres_url()
-    if url is None:
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
         pytest.skip(POSTGRES_SKIP)
-    yield url, unique_schema()
+    schema = f"tw_test_{uuid.uuid4().hex[:16]}"
+    try:
+        yield url, schema
+    finally:
+        await _drop_schema(url, schema)
 
 
 @pytest.fixture
-async def db(db_url: tuple[str, str | None]) -> AsyncIterator[Database]:
+async def make_db(db_url: tuple[str, str | None]) -> AsyncIterator[Callable[[], Database]]:
+    """Unstarted `Database` handles on the test's target, as separate gateways would have; closed after."""
     url, schema = db_url
-    database = Database.from_url(url, schema=schema)
-    await database.start()
+    opened: list[Database] = []
+
+    def factory() -> Database:
+        database = Database.from_url(url, schema=schema)
+        opened.append(database)
+        return database
+
     try:
-        yield database
+        yield factory
     finally:
-        await database.close()
-        if schema is not None:
-            await drop_schema(url, schema)
+        for database in opened:
+            await database.close()
+
+
+@pytest.fixture
+async def db(make_db: Callable[[], Database]) -> Database:
+    database = make_db()
+    await database.start()
+    return database
 
 
 @pytest.fixture

@@ -120,29 +120,36 @@ def _stored(row: Row[Any]) -> StoredComposite:
     )
 
 
-async def _find(
-    conn: AsyncConnection, id_or_name: str, tenant: str | None, *, lock: bool = False
-) -> Row[Any]:
+async def _find(conn: AsyncConnection, id_or_name: str, tenant: str | None) -> Row[Any]:
     """By id first, then by name; the tenant's own tool before a shared one."""
     matches = or_(tools_t.c.id == id_or_name, tools_t.c.name == id_or_name)
     query = (
         _current()
         .where(matches, _visible(tenant))
         .order_by(
-            case((tools_t.c.id == id_or_name, 0), else_=1), case((tools_t.c.tenant.is_(None), 1), else_=0)
+            case((tools_t.c.id == id_or_name, 0), else_=1),
+            case((tools_t.c.tenant.is_(None), 1), else_=0),
         )
         .limit(1)
     )
-    if lock:
-        query = query.with_for_update(of=tools_t)
     row = (await conn.execute(query)).one_or_none()
     if row is None:
         raise NotFound(f"composite tool {id_or_name!r} not found")
     return row
 
 
+async def _lock(conn: AsyncConnection, tool_id: str, shown_as: str) -> Row[Any]:
+    """Lock the tool row alone: PostgreSQL re-checks a locked row against the query after
+    waiting, and a join on the (now outdated) current version would make it vanish."""
+    query = select(tools_t).where(tools_t.c.id == tool_id, tools_t.c.deleted_at.is_(None))
+    row = (await conn.execute(query.with_for_update())).one_or_none()
+    if row is None:
+        raise NotFound(f"composite tool {shown_as!r} not found")
+    return row
+
+
 async def _find_writable(conn: AsyncConnection, id_or_name: str, tenant: str | None) -> Row[Any]:
-    row = await _find(conn, id_or_name, tenant, lock=True)
+    row = await _lock(conn, (await _find(conn, id_or_name, tenant)).id, id_or_name)
     if row.tenant != tenant:
         raise Forbidden(f"composite tool {row.name!r} is shared; only an operator (no tenant) can change it")
     return row
@@ -264,12 +271,10 @@ class CompositeRepository:
         tool whose backend tool vanished stops being offered without losing its
         definition; `draft` and `disabled` are the user's choice and stay as they are.
         """
-        cleaned = [str(error) for error in errors] if errors else None
+        listed = [errors] if isinstance(errors, str) else list(errors or [])
+        cleaned = [str(error) for error in listed] or None
         async with self._db.write() as conn:
-            query = _current().where(tools_t.c.id == tool_id, tools_t.c.deleted_at.is_(None))
-            row = (await conn.execute(query.with_for_update(of=tools_t))).one_or_none()
-            if row is None:
-                raise NotFound(f"composite tool {tool_id!r} not found")
+            row = await _lock(conn, tool_id, tool_id)
             status = _status_after_validation(row.status, has_errors=cleaned is not None)
             await _touch(conn, row.id, status=status, validation_errors=cleaned)
         return await self.get(row.id, row.tenant)

@@ -8,6 +8,7 @@ racing through the same migration.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections.abc import AsyncIterator
@@ -18,11 +19,15 @@ from typing import Any, Literal
 import orjson
 from alembic import command
 from alembic.config import Config as AlembicConfig
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool
+
+from toolweave.store.errors import StoreError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
@@ -40,14 +45,22 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
+def _json_loads(value: str | bytes | float) -> Any:
+    """SQLite gives a column declared JSON numeric affinity, so a bare number comes back as one."""
+    if isinstance(value, int | float):
+        return value
+    return orjson.loads(value)
+
+
 def alembic_config() -> AlembicConfig:
     """The Alembic configuration, built in code so no alembic.ini has to ship or be found.
 
     Also what a developer passes to `alembic.command.revision(...)` to add a migration.
     """
     config = AlembicConfig()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.set_main_option("version_locations", str(MIGRATIONS_DIR / "versions"))
+    folder = str(MIGRATIONS_DIR).replace("%", "%%")  # ConfigParser interpolation
+    config.set_main_option("script_location", folder)
+    config.set_main_option("version_locations", f"{folder}/versions")
     return config
 
 
@@ -55,7 +68,7 @@ def _normalise_sqlite(url: URL) -> tuple[URL, Path | None]:
     database = url.database or ":memory:"
     if database == ":memory:":
         return url.set(drivername="sqlite+aiosqlite", database=":memory:", query={}), None
-    path = Path(database).expanduser()
+    path = Path(database).expanduser().absolute()
     return url.set(drivername="sqlite+aiosqlite", database=str(path)), path
 
 
@@ -107,6 +120,7 @@ class Database:
         self.busy_timeout_ms = busy_timeout_ms
         self._echo = echo
         self._engine: AsyncEngine | None = None
+        self._start_lock = asyncio.Lock()
 
     @classmethod
     def from_url(
@@ -139,7 +153,8 @@ class Database:
         )
 
     def __repr__(self) -> str:
-        return f"Database({self.url.render_as_string(hide_password=True)!r})"
+        shown = "sqlite:///:memory:" if self.is_memory else self.url.render_as_string(hide_password=True)
+        return f"Database({shown!r})"
 
     @property
     def is_memory(self) -> bool:
@@ -153,14 +168,16 @@ class Database:
 
     async def start(self) -> None:
         """Create the engine and migrate to the newest schema. Safe to call again."""
-        if self._engine is not None:
-            return
-        self._engine = self._create_engine()
-        try:
-            await self._migrate()
-        except BaseException:
-            await self.close()
-            raise
+        async with self._start_lock:
+            if self._engine is not None:
+                return
+            engine = self._create_engine()
+            try:
+                await self._migrate(engine)
+            except BaseException:
+                await engine.dispose()
+                raise
+            self._engine = engine
 
     async def close(self) -> None:
         if self._engine is not None:
@@ -196,12 +213,19 @@ class Database:
 
     def _create_engine(self) -> AsyncEngine:
         options: dict[str, Any] = {"echo": self._echo, "json_serializer": _json_dumps}
-        options["json_deserializer"] = orjson.loads
+        options["json_deserializer"] = _json_loads
         if self.dialect == "sqlite":
             return self._create_sqlite_engine(options)
         if self.schema is not None:
             options["connect_args"] = {"server_settings": {"search_path": self.schema}}
-        return create_async_engine(self.url, pool_pre_ping=True, **options)
+        try:
+            return create_async_engine(self.url, pool_pre_ping=True, **options)
+        except ModuleNotFoundError as error:
+            if error.name != "asyncpg":
+                raise
+            raise StoreError(
+                "PostgreSQL needs the asyncpg driver: pip install 'toolweave[postgres]'"
+            ) from None
 
     def _create_sqlite_engine(self, options: dict[str, Any]) -> AsyncEngine:
         options["connect_args"] = {"timeout": self.busy_timeout_ms / 1000}
@@ -215,8 +239,9 @@ class Database:
         _install_sqlite_hooks(engine, wal=self.sqlite_path is not None, busy_timeout_ms=self.busy_timeout_ms)
         return engine
 
-    async def _migrate(self) -> None:
-        async with self.engine.connect() as conn:
+    async def _migrate(self, engine: AsyncEngine) -> None:
+        """Only after this succeeds does `engine` become visible, so nobody queries an old schema."""
+        async with engine.connect() as conn:
             if self.dialect == "sqlite":
                 await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
@@ -235,7 +260,20 @@ class Database:
 def _upgrade_to_head(connection: Connection) -> None:
     config = alembic_config()
     config.attributes["connection"] = connection
+    _refuse_newer_schema(connection, ScriptDirectory.from_config(config))
     command.upgrade(config, "head")
+
+
+def _refuse_newer_schema(connection: Connection, script: ScriptDirectory) -> None:
+    """An older gateway must not run against a schema a newer one migrated; say so plainly."""
+    known = {revision.revision for revision in script.walk_revisions()}
+    current = MigrationContext.configure(connection).get_current_heads()
+    unknown = sorted(set(current) - known)
+    if unknown:
+        raise StoreError(
+            f"the database schema is at revision {', '.join(unknown)}, which this toolweave version "
+            f"does not know (newest known: {script.get_current_head()}); upgrade toolweave"
+        )
 
 
 def _install_sqlite_hooks(engine: AsyncEngine, *, wal: bool, busy_timeout_ms: int) -> None:

@@ -31,6 +31,7 @@ _RANDOM_BYTES = 32
 _RANDOM_CHARS = 43
 """Length of `secrets.token_urlsafe(32)`: 32 bytes in unpadded base64."""
 _DISPLAY_CHARS = 8
+MAX_NAME_LENGTH = 200
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 """`last_used_at` is refreshed at most this often, so verifying a key is normally a read only."""
 
@@ -102,6 +103,8 @@ class KeyRepository:
         if tenant is None:
             raise ValueError("an API key needs a tenant")
         check_tenant(tenant)
+        if name is not None and (not isinstance(name, str) or len(name) > MAX_NAME_LENGTH):
+            raise ValueError(f"a key name is a string of at most {MAX_NAME_LENGTH} characters")
         checked = _check_scopes(scopes)
         plaintext = KEY_PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
         values = {

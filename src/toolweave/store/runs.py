@@ -82,16 +82,21 @@ def _run_record(row: Row[Any], steps: list[StepRecord]) -> RunRecord:
     return RunRecord(id=row.id, steps=steps, **fields)
 
 
-async def _upsert_steps(conn: AsyncConnection, run_id: str, steps: Sequence[StepRecord]) -> None:
-    """New steps go after the existing ones; a step seen again keeps its place (first appearance)."""
+async def _upsert_steps(
+    conn: AsyncConnection, run_id: str, steps: Sequence[StepRecord], *, move_to_end: bool
+) -> None:
+    """New steps go to the end in the order given. A step written again by `checkpoint` moves to
+    the end too (as in MemoryRunStore); `finish_run` leaves stored steps where they are, because
+    its record may predate the latest checkpoints."""
     if not steps:
         return
     query = select(func.coalesce(func.max(run_steps.c.seq), 0)).where(run_steps.c.run_id == run_id)
     base = (await conn.execute(query)).scalar_one()
+    refreshed = (*_STEP_FIELDS, "seq") if move_to_end else _STEP_FIELDS
     for offset, step in enumerate(steps, start=1):
         values = {name: getattr(step, name) for name in _STEP_FIELDS}
         values.update(run_id=run_id, step_id=step.id, seq=base + offset)
-        await upsert(conn, run_steps, values, ["run_id", "step_id"], _STEP_FIELDS)
+        await upsert(conn, run_steps, values, ["run_id", "step_id"], refreshed)
 
 
 async def _steps_by_run(conn: AsyncConnection, run_ids: Iterable[str]) -> dict[str, list[StepRecord]]:
@@ -135,7 +140,7 @@ class SqlRunStore:
         async with self._db.write() as conn:
             await self._beat(conn)
             await upsert(conn, runs, {"id": record.id, **values}, ["id"], list(values))
-            await _upsert_steps(conn, record.id, record.steps)
+            await _upsert_steps(conn, record.id, record.steps, move_to_end=False)
 
     async def checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
         """Unknown runs are ignored, as in MemoryRunStore: a lost checkpoint must not fail a call."""
@@ -145,7 +150,7 @@ class SqlRunStore:
             if row is None:
                 return
             await self._beat(conn)
-            await _upsert_steps(conn, run_id, [step])
+            await _upsert_steps(conn, run_id, [step], move_to_end=True)
             if state is not None:
                 merged = {**row.state, **state}
                 await conn.execute(update(runs).where(runs.c.id == run_id).values(state=merged))
@@ -164,7 +169,7 @@ class SqlRunStore:
             if existing is not None:
                 values["state"] = {**existing.state, **values["state"]}
             await upsert(conn, runs, {"id": record.id, **values}, ["id"], list(values))
-            await _upsert_steps(conn, record.id, record.steps)
+            await _upsert_steps(conn, record.id, record.steps, move_to_end=False)
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
         """A tenant sees its own runs and tenant-less ones; no tenant sees everything."""

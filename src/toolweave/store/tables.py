@@ -163,16 +163,18 @@ gateway_instances = Table(
     Column("last_seen", Float, nullable=False),
 )
 
+# Run columns the core fills from names it did not validate are unbounded Text: a long
+# name must never make recording a run fail on PostgreSQL (which enforces lengths).
 runs = Table(
     "runs",
     metadata,
     Column("id", String(64), primary_key=True),
-    Column("tool", String(200), nullable=False),
+    Column("tool", Text, nullable=False),
     Column("kind", String(32), nullable=False),
     Column("tenant", String(128), nullable=True, index=True),
     Column("status", String(32), nullable=False),
     Column("arguments", JsonType, nullable=False),
-    Column("operation", String(200), nullable=True),
+    Column("operation", Text, nullable=True),
     Column("reason", Text, nullable=True),
     Column("error", Text, nullable=True),
     Column("latency_ms", Float, nullable=False),
@@ -187,7 +189,7 @@ run_steps = Table(
     "run_steps",
     metadata,
     Column("run_id", String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
-    Column("step_id", String(200), primary_key=True),
+    Column("step_id", Text, primary_key=True),
     Column("seq", Integer, nullable=False),
     Column("status", String(32), nullable=False),
     Column("attempts", Integer, nullable=False),
