@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from jinja2 import StrictUndefined, Undefined, meta, nodes
+from jinja2 import StrictUndefined, Template, Undefined, meta, nodes
 from jinja2 import TemplateSyntaxError as _JinjaSyntaxError
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
@@ -85,7 +85,9 @@ def _fromjson(value: Any) -> Any:
     try:
         return json.loads(value)
     except ValueError as error:
-        raise TemplateRenderError(f"fromjson: the text is not valid JSON ({_short_json_error(error)})") from None
+        raise TemplateRenderError(
+            f"fromjson: the text is not valid JSON ({_short_json_error(error)})"
+        ) from None
 
 
 def _short_json_error(error: ValueError) -> str:
@@ -137,9 +139,9 @@ def _check_repeat(seq: Any, times: Any) -> None:
 
 
 def _check_power(base: Any, exponent: Any) -> None:
-    if isinstance(base, int | float) and isinstance(exponent, int | float):
-        if abs(exponent) > MAX_EXPONENT and abs(base) > 1:
-            raise TemplateLimitError(f"exponents above {MAX_EXPONENT} are not allowed")
+    numbers = isinstance(base, int | float) and isinstance(exponent, int | float)
+    if numbers and abs(exponent) > MAX_EXPONENT and abs(base) > 1:
+        raise TemplateLimitError(f"exponents above {MAX_EXPONENT} are not allowed")
 
 
 def _make_environment() -> _Sandbox:
@@ -181,19 +183,20 @@ class CompiledTemplate:
     def __init__(self, source: str) -> None:
         self.source = source
         self.kind: Literal["static", "native", "text"] = "static"
-        self._template: Any = None
-        self._expression: Any = None
+        self._template: Template | None = None
+        self._expression: Template | None = None
         if not is_template(source):
             return
         if len(source) > MAX_SOURCE_CHARS:
             raise TemplateSyntaxError(f"template is longer than {MAX_SOURCE_CHARS} characters")
         try:
-            self._template = ENV.from_string(source)
-            expression = _single_expression(source)
-            if expression is not None:
-                self._expression = ENV.compile_expression(expression, undefined_to_none=False)
+            self._template = _compile(ENV.parse(source))
+            expression = _single_expression(ENV.parse(source))
         except _JinjaSyntaxError as error:
             raise TemplateSyntaxError(_syntax_message(error, source)) from None
+        if expression is not None:
+            assign = nodes.Assign(nodes.Name(_RESULT, "store"), expression, lineno=1)
+            self._expression = _compile(nodes.Template([assign], lineno=1))
         self.kind = "native" if self._expression is not None else "text"
 
     def render(self, context: Context_) -> Any:
@@ -206,26 +209,31 @@ class CompiledTemplate:
 
     def evaluate(self, context: Context_) -> Any:
         """Evaluate a `native` template to its value (other kinds render to text)."""
-        if self._expression is None:
+        template = self._expression
+        if template is None:
             return self.render_text(context)
         try:
-            value = self._expression(context)
+            state = template.new_context(context)
+            for _ in template.root_render_func(state):
+                pass
+            value = state.vars[_RESULT]
             if isinstance(value, Undefined):
                 value._fail_with_undefined_error()
         except TemplateError:
             raise
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any failure inside a template is the template's error
             raise TemplateRenderError(_render_message(error, self.source)) from None
         return _to_native(value)
 
     def render_text(self, context: Context_) -> str:
         """Render to text, stopping as soon as the output passes `MAX_RENDERED_CHARS`."""
-        if self._template is None:
+        template = self._template
+        if template is None:
             return self.source
         parts: list[str] = []
         size = 0
         try:
-            for chunk in self._template.generate(context):
+            for chunk in template.root_render_func(template.new_context(context)):
                 size += len(chunk)
                 if size > MAX_RENDERED_CHARS:
                     raise TemplateLimitError(
@@ -234,26 +242,38 @@ class CompiledTemplate:
                 parts.append(chunk)
         except TemplateError:
             raise
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any failure inside a template is the template's error
             raise TemplateRenderError(_render_message(error, self.source)) from None
         return "".join(parts)
 
 
-def _single_expression(source: str) -> str | None:
-    """The expression of a source that is exactly one `{{ expr }}` (surrounding whitespace allowed)."""
-    stripped = source.strip()
-    if not (stripped.startswith("{{") and stripped.endswith("}}")):
+_RESULT = "result"
+
+
+def _compile(tree: nodes.Template) -> Template:
+    """Compile a parsed template; its globals become a plain dict.
+
+    Jinja keeps a template's globals as a ChainMap and copies it into every
+    render context; a plain dict makes that copy several times cheaper, which
+    is most of the cost of evaluating a small expression.
+    """
+    template = ENV.from_string(tree)
+    template.globals = dict(template.globals)
+    return template
+
+
+def _single_expression(tree: nodes.Template) -> nodes.Expr | None:
+    """The expression of a template that is exactly one `{{ expr }}` (surrounding whitespace allowed)."""
+    if len(tree.body) != 1 or not isinstance(tree.body[0], nodes.Output):
         return None
-    opened = 0
-    for _, token, _ in ENV.lex(stripped):
-        if token == "variable_begin":
-            opened += 1
-        elif token in ("block_begin", "comment_begin", "raw_begin", "linestatement_begin", "data"):
-            return None
-    if opened != 1:
+    parts = [
+        node
+        for node in tree.body[0].nodes
+        if not (isinstance(node, nodes.TemplateData) and not node.data.strip())
+    ]
+    if len(parts) != 1 or isinstance(parts[0], nodes.TemplateData):
         return None
-    inner = stripped[2:-2]
-    return inner.removeprefix("-").removesuffix("-").strip() if inner.strip() else None
+    return parts[0]
 
 
 def _to_native(value: Any) -> Any:
@@ -567,7 +587,9 @@ REDACTED = "***"
 
 def is_secret_schema(schema: Any) -> bool:
     """A property marked `writeOnly: true` or `format: password` holds a secret."""
-    return isinstance(schema, Mapping) and (schema.get("writeOnly") is True or schema.get("format") == "password")
+    return isinstance(schema, Mapping) and (
+        schema.get("writeOnly") is True or schema.get("format") == "password"
+    )
 
 
 def secret_names(schema: Any) -> frozenset[str]:

@@ -85,7 +85,8 @@ class OnErrorDef(StrictModel):
 class StepDef(StrictModel):
     """One step. Which fields apply depends on `type` (tool, elicitation or forEach)."""
 
-    id: str
+    id: str = ""
+    """Required on workflow steps; optional on the inner step of a forEach."""
     type: str | None = None
     """tool (default), elicitation or forEach; inferred from `message` / `collection` when absent."""
     tool: str | None = None
@@ -206,7 +207,7 @@ class _Validator:
         self.check_default_results()
         if self.defn.output is not None:
             self.check_output(self.defn.output)
-        return self.issues
+        return sorted(self.issues, key=lambda issue: _path_key(issue[0]))
 
     # header, parameters, ids
 
@@ -235,7 +236,10 @@ class _Validator:
             if not step.id.strip():
                 self.add(f"steps[{position}].id", "must not be empty")
             elif step.id in self.index:
-                self.add(f"steps[{position}].id", f"duplicate step id {step.id!r} (also steps[{self.index[step.id]}])")
+                self.add(
+                    f"steps[{position}].id",
+                    f"duplicate step id {step.id!r} (also steps[{self.index[step.id]}])",
+                )
             else:
                 self.index[step.id] = position
 
@@ -269,7 +273,9 @@ class _Validator:
         if not step.tool:
             self.add(f"{path}.tool", "is required for a tool step")
         elif not _TOOL_REF_RE.match(step.tool):
-            self.add(f"{path}.tool", f"{step.tool!r} is not a tool reference (use backend/tool or an exposed name)")
+            self.add(
+                f"{path}.tool", f"{step.tool!r} is not a tool reference (use backend/tool or an exposed name)"
+            )
         for field in ("message", "collection", "step"):
             if getattr(step, field) is not None:
                 self.add(f"{path}.{field}", f"not allowed on a tool step (type {step.kind!r})")
@@ -307,7 +313,9 @@ class _Validator:
     def check_for_each(self, step: StepDef, path: str) -> None:
         for field in ("tool", "message"):
             if getattr(step, field) is not None:
-                self.add(f"{path}.{field}", f"a forEach step must not have '{field}' (put it on the inner 'step')")
+                self.add(
+                    f"{path}.{field}", f"a forEach step must not have '{field}' (put it on the inner 'step')"
+                )
         if step.collection is None or step.collection == "":
             self.add(f"{path}.collection", "is required for a forEach step")
         if not _IDENTIFIER_RE.match(step.item_var):
@@ -325,12 +333,20 @@ class _Validator:
 
     def check_inner(self, inner: StepDef, path: str) -> None:
         if inner.kind != "tool":
-            self.add(f"{path}.type", f"must be 'tool' (got {inner.kind!r}); only tool steps run inside forEach")
+            self.add(
+                f"{path}.type", f"must be 'tool' (got {inner.kind!r}); only tool steps run inside forEach"
+            )
             return
         self.check_tool_step(inner, path)
-        for field, alias in (("depends_on", "dependsOn"), ("condition", "condition"), ("default_results", "defaultResults")):
+        for field, alias in (
+            ("depends_on", "dependsOn"),
+            ("condition", "condition"),
+            ("default_results", "defaultResults"),
+        ):
             if getattr(inner, field):
-                self.add(f"{path}.{alias}", "not supported on the inner step of a forEach (put it on the forEach)")
+                self.add(
+                    f"{path}.{alias}", "not supported on the inner step of a forEach (put it on the forEach)"
+                )
         if inner.on_error is not None:
             self.check_on_error(inner.on_error, f"{path}.onError")
             if inner.on_error.action == "continue":
@@ -354,16 +370,25 @@ class _Validator:
             if problem:
                 self.add(f"{path}.{sub}", problem)
 
-    def check_references(self, step: StepDef, path: str, ancestors: dict[str, set[str]]) -> None:
-        """Names and step references of a step's templates; the inner step of a forEach also sees its item."""
+    def check_references(self, step: StepDef, path: str, ancestors: dict[str, set[str]] | None) -> None:
+        """Names and step references of a step's templates; the inner step of a forEach also sees its item.
+
+        With cycles in the graph (`ancestors` is None) "does it depend on it"
+        has no answer, so that check waits until the cycles are fixed.
+        """
         inner_names = CONTEXT_NAMES | FOREACH_NAMES | {step.item_var}
-        own = ancestors.get(step.id, set())
+        reachable = _always if ancestors is None else ancestors.get(step.id, set()).__contains__
         for sub, source in _step_templates(step):
             names = inner_names if sub.startswith("step.") else CONTEXT_NAMES
-            self.check_source(source, f"{path}.{sub}", names, own.__contains__, step.id)
+            self.check_source(source, f"{path}.{sub}", names, reachable, step.id)
 
     def check_source(
-        self, source: str, path: str, allowed: Iterable[str], reachable: Callable[[str], bool], own_id: str | None
+        self,
+        source: str,
+        path: str,
+        allowed: Iterable[str],
+        reachable: Callable[[str], bool],
+        own_id: str | None,
     ) -> None:
         try:
             names = template_names(source)
@@ -376,7 +401,14 @@ class _Validator:
         for ref in sorted(paths):
             self.check_path(ref, path, reachable, own_id, names)
 
-    def check_path(self, ref: tuple[str, ...], path: str, reachable: Callable[[str], bool], own_id: str | None, names: set[str]) -> None:
+    def check_path(
+        self,
+        ref: tuple[str, ...],
+        path: str,
+        reachable: Callable[[str], bool],
+        own_id: str | None,
+        names: set[str],
+    ) -> None:
         root = ref[0]
         if root not in names:
             return
@@ -394,18 +426,20 @@ class _Validator:
 
     # graph
 
-    def check_cycles(self) -> dict[str, set[str]]:
-        """Report dependency cycles; return each step's ancestors (empty when cycles exist)."""
+    def check_cycles(self) -> dict[str, set[str]] | None:
+        """Report dependency cycles; return each step's ancestors (None when there are cycles)."""
         from toolweave.composite.workflow.graph import find_cycles
 
-        edges = {step.id: [dep for dep in step.depends_on if dep in self.index] for step in self.defn.steps}
+        steps = self.defn.steps
+        edges = {
+            step_id: [dep for dep in steps[position].depends_on if dep in self.index and dep != step_id]
+            for step_id, position in self.index.items()
+        }
         cycles = find_cycles(edges)
         for cycle in cycles:
             first = self.index[cycle[0]]
             self.add(f"steps[{first}].dependsOn", "dependency cycle: " + " → ".join([*cycle, cycle[0]]))
-        if cycles:
-            return {}
-        return _ancestors(edges)
+        return None if cycles else _ancestors(edges)
 
     def check_default_results(self) -> None:
         skippable = {step.id: step for step in self.defn.steps if step.may_be_skipped}
@@ -445,7 +479,9 @@ class _Validator:
         for name, prop in output.properties.items():
             self.check_property(name, prop, f"output.properties.{name}", 1)
 
-    def check_required(self, required: list[str], properties: dict[str, OutputPropertyDef] | None, path: str) -> None:
+    def check_required(
+        self, required: list[str], properties: dict[str, OutputPropertyDef] | None, path: str
+    ) -> None:
         for position, name in enumerate(required):
             if name not in (properties or {}):
                 self.add(f"{path}[{position}]", f"required property {name!r} is not defined in properties")
@@ -463,7 +499,9 @@ class _Validator:
         elif not prop.has_value and not prop.properties:
             self.add(path, "needs a 'value' (or, for an object, nested 'properties')")
         if prop.properties and prop.type != "object":
-            self.add(f"{path}.properties", f"only an object property has nested properties (type is {prop.type!r})")
+            self.add(
+                f"{path}.properties", f"only an object property has nested properties (type is {prop.type!r})"
+            )
         if prop.has_default and prop.type in OUTPUT_TYPES and not _default_fits(prop.default, prop.type):
             self.add(f"{path}.default", f"does not fit type {prop.type!r}")
         self.check_required(prop.required, prop.properties, f"{path}.required")
@@ -472,9 +510,18 @@ class _Validator:
             if problem:
                 self.add(f"{path}.{sub}", problem)
             else:
-                self.check_source(source, f"{path}.{sub}", CONTEXT_NAMES, lambda _ref: True, None)
+                self.check_source(source, f"{path}.{sub}", CONTEXT_NAMES, _always, None)
         for child, child_prop in (prop.properties or {}).items():
             self.check_property(child, child_prop, f"{path}.properties.{child}", depth + 1)
+
+
+def _always(_step_id: str) -> bool:
+    return True
+
+
+def _path_key(path: str) -> list[tuple[int, int | str]]:
+    """Sort `steps[10]` after `steps[2]`: numbers compare as numbers."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"\[(\d+)\]", path) if part]
 
 
 def _step_templates(step: StepDef) -> Iterator[tuple[str, str]]:
@@ -491,7 +538,9 @@ def _step_templates(step: StepDef) -> Iterator[tuple[str, str]]:
             yield f"step.{sub}", source
 
 
-def _output_templates(properties: dict[str, OutputPropertyDef] | None, path: str) -> Iterator[tuple[str, str]]:
+def _output_templates(
+    properties: dict[str, OutputPropertyDef] | None, path: str
+) -> Iterator[tuple[str, str]]:
     for name, prop in (properties or {}).items():
         yield from iter_template_strings(prop.value, f"{path}.{name}.value")
         yield from _output_templates(prop.properties, f"{path}.{name}.properties")
