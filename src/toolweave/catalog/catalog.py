@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import mcp_types as types
@@ -123,14 +123,13 @@ class Catalog:
         problem an issue; at serve time such composites are only `degraded`.
         """
         catalog = cls(config.gateway.separator)
-        policy = config.policy
         for backend in backends:
-            catalog._add_backend(backend, policy_concurrent=False)
+            catalog._add_backend(backend)
         catalog._add_composites(definitions, config.gateway.max_depth)
         catalog._finish(config)
         return catalog
 
-    def _add_backend(self, backend: Backend, *, policy_concurrent: bool) -> None:
+    def _add_backend(self, backend: Backend) -> None:
         config = backend.config
         expose, hide = PatternSet(config.expose), PatternSet(config.hide)
         for tool in backend.tools:
@@ -143,7 +142,7 @@ class Catalog:
             listed_tool = tool
             if override and override.description is not None:
                 listed_tool = tool.model_copy(update={"description": override.description})
-            entry = None
+            created: list[Entry] = []
             for name in names:
                 entry = Entry(
                     name=name,
@@ -156,10 +155,15 @@ class Catalog:
                     max_concurrency=override.max_concurrency if override else None,
                     secrets=secret_fields(tool.input_schema),
                 )
-                self._insert(entry, f"backend {backend.name!r} tool {tool.name!r}")
-            if entry is not None:
+                if self._insert(entry, f"backend {backend.name!r} tool {tool.name!r}"):
+                    created.append(entry)
+                else:
+                    created.append(replace(entry, hidden=True))  # lost a name conflict: not listed
+            # `backend/tool` always reaches THIS backend's tool, even when its exposed name lost a conflict
+            target = next((e for e in created if self.entries.get(e.name) is e), created[-1] if created else None)
+            if target is not None:
                 for reference in (f"{backend.name}/{tool.name}", f"{backend.name}.{tool.name}"):
-                    self.by_reference.setdefault(reference, self.entries.get(entry.name, entry))
+                    self.by_reference.setdefault(reference, target)
 
     def _exposed_name(self, config: BackendConfig, tool_name: str) -> str:
         return f"{config.name}{self.separator}{tool_name}" if config.namespace else tool_name
@@ -193,9 +197,24 @@ class Catalog:
                 pending.remove(definition)
                 progress = True
                 self._build_one(definition, build_composite)
+        self._degrade_unbuildable(pending, names)
+
+    def _degrade_unbuildable(self, pending: list[Any], names: set[str]) -> None:
+        """Composites left unbuilt call each other in a cycle, or call one that failed to build."""
+        from toolweave.composite.workflow.graph import find_composite_cycles, format_cycle
+
+        edges = {d.name: frozenset(_composite_dependencies(d) & names) for d in pending}
+        in_cycle: dict[str, str] = {}
+        for cycle in find_composite_cycles(edges):
+            for name in cycle:
+                in_cycle.setdefault(name, format_cycle(cycle))
         for definition in pending:
-            cycle = sorted(_composite_dependencies(definition) & names)
-            self._degrade(definition.name, [f"depends on composites that cannot be built or form a cycle: {cycle}"])
+            if definition.name in in_cycle:
+                problem = f"composites call each other in a cycle: {in_cycle[definition.name]}"
+            else:
+                blocked = sorted(n for n in edges[definition.name] if n not in self.entries)
+                problem = f"calls composites that could not be built: {', '.join(blocked)}"
+            self._degrade(definition.name, [problem])
 
     def _build_one(self, definition: Any, build_composite: Any) -> None:
         try:
@@ -203,7 +222,7 @@ class Catalog:
         except BuildError as error:
             self._degrade(definition.name, [f"{path}: {msg}" if path else msg for path, msg in error.issues])
             return
-        except Exception as error:  # noqa: BLE001 - one bad definition must not take the catalog down
+        except Exception as error:
             logger.exception("building composite %s failed", definition.name)
             self._degrade(definition.name, [f"cannot build: {error}"])
             return
