@@ -20,7 +20,7 @@ from toolweave.backends import Backend, create_backend
 from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.config.loader import load_config
 from toolweave.config.models import Config
-from toolweave.executor.executor import FIND_TOOLS, CALL_TOOL, BatchCall, Session, ToolExecutor
+from toolweave.executor.executor import CALL_TOOL, FIND_TOOLS, BatchCall, Session, ToolExecutor
 from toolweave.executor.policy import Policy
 from toolweave.runs import MemoryRunStore, RunStore
 
@@ -130,7 +130,7 @@ class Gateway:
             for listener in list(self._listeners):
                 try:
                     listener()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     logger.exception("tools-changed listener failed")
         return catalog
 
@@ -226,7 +226,8 @@ class Gateway:
         return owner is None or owner == tenant
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> types.CallToolResult:
-        return await self.default_executor.call(name, dict(arguments or {}))
+        """Call a tool; every failure (even arguments that are not an object) is an `isError` result."""
+        return await self.default_executor.call(name, arguments if arguments is not None else {})
 
     async def execute_batch(
         self, calls: Sequence[BatchCall | Mapping[str, Any]], *, cancel: asyncio.Event | None = None

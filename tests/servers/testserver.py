@@ -8,12 +8,12 @@ tool list that changes at run time.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import os
 import sys
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,6 +23,7 @@ from pydantic import Field
 NAME = os.environ.get("TESTSERVER_NAME", "testserver")
 server = MCPServer(NAME)
 _counter = {"value": 0}
+_journal: list[dict[str, Any]] = []
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -62,6 +63,23 @@ def increment(by: int = 1) -> dict[str, int]:
     """Increment a process-wide counter (a mutating tool)."""
     _counter["value"] += by
     return {"value": _counter["value"]}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+async def slow_write(seconds: float = 0.0, label: str = "") -> dict[str, Any]:
+    """A mutating tool that takes a while, then reports when it started and ended (for admission checks)."""
+    start = time.time()
+    await asyncio.sleep(seconds)
+    _counter["value"] += 1
+    entry = {"label": label, "start": start, "end": time.time(), "value": _counter["value"]}
+    _journal.append(entry)
+    return entry
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def journal() -> dict[str, Any]:
+    """Every slow_write this process has done, in completion order (for serialisation checks)."""
+    return {"writes": list(_journal)}
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -117,6 +135,77 @@ def secret_echo(
 ) -> str:
     """Takes a secret, returns its length."""
     return f"length {len(password)}"
+
+
+# -- scrapers shaped like seed 002's examples (offline: they report what they were asked) --------
+_SCRAPED = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+@server.tool(annotations=_SCRAPED)
+def scrape_profile(
+    profile_url: Annotated[str, Field(description="A linkedin.com profile URL")],
+    include_metadata: Annotated[bool, Field(description="Include the profile's metadata")] = True,
+) -> dict[str, Any]:
+    """Scrape a LinkedIn profile."""
+    return {"scraper": "linkedin", "server": NAME, "url": profile_url, "include_metadata": include_metadata}
+
+
+@server.tool(annotations=_SCRAPED)
+def scrape(
+    url: Annotated[str, Field(description="Any web page URL")],
+    format: Annotated[Literal["markdown", "html", "text"], Field(description="Output format")] = "markdown",
+) -> dict[str, Any]:
+    """Scrape any web page."""
+    return {"scraper": "generic", "server": NAME, "url": url, "format": format}
+
+
+@server.tool(annotations=_SCRAPED)
+def fetch_post(
+    reddit_url: Annotated[str, Field(description="A reddit.com post URL")],
+    format: Annotated[
+        Literal["markdown", "json"],
+        Field(description="How to render the post: markdown to read it, json for its raw fields"),
+    ] = "markdown",
+) -> dict[str, Any]:
+    """Fetch a Reddit post."""
+    return {"scraper": "reddit", "server": NAME, "url": reddit_url, "format": format}
+
+
+@server.tool(annotations=_SCRAPED)
+def fetch_business(
+    yelp_url: Annotated[str, Field(description="A yelp.com business URL")],
+    api_key: Annotated[
+        str,
+        Field(
+            min_length=8,
+            description="Yelp API key",
+            json_schema_extra={"format": "password", "writeOnly": True},
+        ),
+    ],
+) -> dict[str, Any]:
+    """Fetch a Yelp business page."""
+    return {"scraper": "yelp", "server": NAME, "url": yelp_url, "key_length": len(api_key)}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def lookup(query: Annotated[int, Field(description="A numeric record id")]) -> dict[str, Any]:
+    """Look up a record by its numeric id (its `query` is an integer, unlike search's)."""
+    return {"server": NAME, "record": query}
+
+
+@server.resource("test://readme", name="readme", description="A static text resource", mime_type="text/plain")
+def readme() -> str:
+    return f"readme of {NAME}"
+
+
+@server.resource("test://items/{item}", name="item", description="A templated resource")
+def item(item: str) -> str:
+    return f"item {item} of {NAME}"
+
+
+@server.prompt(description="Greet someone")
+def greet(name: str) -> str:
+    return f"Say hello to {name}, from {NAME}."
 
 
 def main() -> None:

@@ -6,9 +6,10 @@ here, and every failure comes back as an `isError` result.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ import mcp_types as types
 from toolweave.catalog.catalog import Catalog, Entry, is_destructive
 from toolweave.catalog.validation import redact
 from toolweave.composite.base import ElicitFn, ElicitUnavailable, ProgressFn, RunContext
+from toolweave.config._base import split_tool_ref
 from toolweave.executor.admission import Pools
 from toolweave.results import error_result, json_text, toolweave_meta
 from toolweave.runs import RunRecord, StepRecord, new_run_id
@@ -29,6 +31,14 @@ approval_log = logging.getLogger("toolweave.approval")
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
+
+CANCELLED_BEFORE = "cancelled before execution; the call was not made"
+CANCELLED_WHILE_RUNNING = "cancelled while running; the call may have been partly done"
+
+_on_admitted: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "toolweave_on_admitted", default=None
+)
+"""Set by `execute_batch` for each call's task: told when the call holds its permits and starts."""
 
 
 @dataclass(slots=True)
@@ -85,10 +95,23 @@ class ToolExecutor:
             return self._unknown(reference, catalog)
         return await self._dispatch(entry, arguments if arguments is not None else {}, progress)
 
-    def classify(self, name: str) -> str:
-        """The admission class of a call by exposed name ('short' for unknown or denied)."""
-        entry = self.gateway.catalog.get(name)
-        if entry is None or entry.hidden or self._denial(entry) is not None:
+    def classify(self, name: str, arguments: Any = None) -> str:
+        """The admission class of a call by exposed name ('short' for unknown or denied).
+
+        In search mode `find_tools` is a read and `call_tool` takes the class of the tool it calls.
+        """
+        catalog = self.gateway.catalog
+        entry = catalog.get(name)
+        if entry is None and catalog.index is not None and name in (FIND_TOOLS, CALL_TOOL):
+            if name == FIND_TOOLS:
+                return "read"
+            target = arguments.get("name") if isinstance(arguments, Mapping) else None
+            if not isinstance(target, str) or target in (FIND_TOOLS, CALL_TOOL):
+                return "short"
+            return self.classify(target)
+        if entry is None or entry.hidden or not self._visible_to_tenant(entry):
+            return "short"
+        if self._denial(entry) is not None:
             return "short"
         return entry.tool_class
 
@@ -113,12 +136,14 @@ class ToolExecutor:
         try:
             if tool_cap is None:
                 async with pool:
+                    _admitted()
                     return await self._run(entry, arguments, progress)
             async with tool_cap, pool:
+                _admitted()
                 return await self._run(entry, arguments, progress)
         except asyncio.CancelledError:
             raise
-        except Exception as error:  # noqa: BLE001 - the executor never lets a failure end the session
+        except Exception as error:
             logger.exception("call to %s failed", entry.name)
             return error_result(f"calling {entry.name!r} failed inside the gateway: {type(error).__name__}: {error}")
 
@@ -236,6 +261,12 @@ class ToolExecutor:
         except TimeoutError:
             approval_log.info("approval for %s denied: no answer in time", entry.name)
             return f"the user did not approve the call to {entry.name!r} in time; it was not made"
+        except Exception as error:  # noqa: BLE001 - a broken back channel is a refusal, not a crash
+            approval_log.info("approval for %s denied: asking failed: %s", entry.name, error)
+            return (
+                f"calling {entry.name!r} needs the user's approval, but asking failed ({error}); "
+                "it was not made"
+            )
         approved = outcome.action == "accept" and bool((outcome.content or {}).get("approve", True))
         approval_log.info("approval for %s: %s", entry.name, "granted" if approved else f"refused ({outcome.action})")
         if not approved:
@@ -271,9 +302,29 @@ class ToolExecutor:
         return owner is None or owner == self.session.tenant
 
     def _unknown(self, name: str, catalog: Catalog) -> types.CallToolResult:
+        down = self._backend_down(name)
+        if down is not None:
+            return error_result(f"unknown tool {name!r}: {down}, so its tools are not available.")
         close = _suggestions(name, [e.name for e in catalog.visible() if self._visible_to_tenant(e)])
         hint = f" Did you mean: {', '.join(close)}?" if close else " List the tools to see what exists."
         return error_result(f"unknown tool {name!r}.{hint}")
+
+    def _backend_down(self, name: str) -> str | None:
+        """Why the backend a name points at (`backend__tool`, `backend/tool`) has no tools, if it has none."""
+        gateway = self.gateway
+        separator = gateway.config.gateway.separator
+        parts = split_tool_ref(name)
+        prefix = parts[0] if parts else name.split(separator, 1)[0] if separator in name else None
+        if not prefix:
+            return None
+        backend = gateway.backends.get(prefix)
+        if backend is not None and backend.status != "connected":
+            why = f": {backend.last_error}" if backend.last_error else ""
+            return f"backend {prefix!r} is not connected ({backend.status}{why})"
+        config = gateway.config.backend(prefix)
+        if config is not None and not config.enabled:
+            return f"backend {prefix!r} is disabled in the config"
+        return None
 
     # -- batches ---------------------------------------------------------------
 
@@ -284,14 +335,11 @@ class ToolExecutor:
         between runs, results in input order — one result per call, always."""
         batch = [_as_batch_call(call, index) for index, call in enumerate(calls)]
         results: list[types.CallToolResult | None] = [None] * len(batch)
-        for start, end in _runs([self.classify(call.name) for call in batch]):
+        for start, end in _runs([self.classify(call.name, call.arguments) for call in batch]):
             if cancel is not None and cancel.is_set():
                 break
             await self._run_concurrently(batch, results, range(start, end), cancel)
-        return [
-            result if result is not None else error_result("cancelled before execution; the call was not made")
-            for result in results
-        ]
+        return [result if result is not None else error_result(CANCELLED_BEFORE) for result in results]
 
     async def _run_concurrently(
         self,
@@ -300,9 +348,18 @@ class ToolExecutor:
         indexes: range,
         cancel: asyncio.Event | None,
     ) -> None:
+        admitted: set[int] = set()
+
         async def one(index: int) -> None:
             call = batch[index]
-            results[index] = await self.call(call.name, call.arguments)
+            _on_admitted.set(lambda: admitted.add(index))
+            try:
+                results[index] = await self.call(call.name, call.arguments)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # one result per call, always
+                logger.exception("batch call %s to %s failed", call.id, call.name)
+                results[index] = error_result(f"calling {call.name!r} failed inside the gateway: {error}")
 
         tasks = [asyncio.create_task(one(index)) for index in indexes]
         if cancel is None:
@@ -320,9 +377,17 @@ class ToolExecutor:
             await asyncio.gather(*tasks, return_exceptions=True)
             for index, task in zip(indexes, tasks, strict=True):
                 if task.cancelled() and results[index] is None:
-                    results[index] = error_result("cancelled while running; the call may have been partly done")
+                    # a call still waiting for approval or a permit never started
+                    message = CANCELLED_WHILE_RUNNING if index in admitted else CANCELLED_BEFORE
+                    results[index] = error_result(message)
         finally:
             watcher.cancel()
+
+
+def _admitted() -> None:
+    hook = _on_admitted.get()
+    if hook is not None:
+        hook()
 
 
 def _runs(classes: list[str]) -> list[tuple[int, int]]:
@@ -339,6 +404,9 @@ def _runs(classes: list[str]) -> list[tuple[int, int]]:
 def _as_batch_call(call: BatchCall | Mapping[str, Any], index: int) -> BatchCall:
     if isinstance(call, BatchCall):
         return call
+    if not isinstance(call, Mapping):
+        name, arguments = getattr(call, "name", ""), getattr(call, "arguments", {})
+        return BatchCall(id=str(index), name=str(name), arguments=arguments)
     arguments = call.get("arguments")
     return BatchCall(
         id=str(call.get("id", index)),
@@ -375,5 +443,5 @@ async def _safely(awaitable: Any) -> None:
     """Recording a run must never fail the call it records."""
     try:
         await awaitable
-    except Exception:  # noqa: BLE001
+    except Exception:
         logger.exception("recording a run failed")

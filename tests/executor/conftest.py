@@ -1,0 +1,35 @@
+"""Real MCP backends for executor tests: `tests/servers/testserver.py` over stdio, one process per gateway."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from executor_helpers import MakeGateway, backend
+
+from toolweave import Gateway
+
+
+@pytest.fixture
+async def make_gateway(tmp_path: Path) -> AsyncIterator[MakeGateway]:
+    """`await make_gateway(toml_text, **Gateway options)` → a started gateway, stopped after the test."""
+    async with contextlib.AsyncExitStack() as stack:
+        count = 0
+
+        async def make(toml: str, **options: Any) -> Gateway:
+            nonlocal count
+            count += 1
+            path = tmp_path / f"toolweave-{count}.toml"
+            path.write_text(toml)
+            return await stack.enter_async_context(Gateway.from_config(path, **options))
+
+        yield make
+
+
+@pytest.fixture
+async def gw(make_gateway: MakeGateway) -> Gateway:
+    """One test-server backend named `t`, default policy."""
+    return await make_gateway(backend())
