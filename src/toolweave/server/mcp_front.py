@@ -48,15 +48,22 @@ class MCPFront:
         self.broker = InputBroker()
         self._pools: dict[int, tuple[Any, Pools]] = {}
         self._legacy_connections: dict[int, Any] = {}
+        self._announcements: set[asyncio.Task[None]] = set()
         self.server = self._build()
         self.server.middleware = []  # no OpenTelemetry span per message on the hot path
-        gateway.on_tools_changed(self._tools_changed)
+        self._unsubscribe = gateway.on_tools_changed(self._tools_changed)
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        """A dict lookup, so the SDK's `Mcp-Param-*` header check never runs our tools/list per call."""
+        entry = self.gateway.catalog.get(name)
+        return entry.tool.input_schema if entry is not None else None
 
     def _build(self) -> Server[Any]:
         return _GatewayServer(
             "toolweave",
             version=__version__,
             instructions="One gateway in front of many MCP servers, plus composite tools.",
+            get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -96,7 +103,9 @@ class MCPFront:
             self._legacy_connections[id(connection)] = connection
 
     def _tools_changed(self) -> None:
-        asyncio.get_running_loop().create_task(self._announce_tools_changed())
+        task = asyncio.get_running_loop().create_task(self._announce_tools_changed())
+        self._announcements.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._announcements.discard)
 
     async def _announce_tools_changed(self) -> None:
         await self.bus.publish(ToolsListChanged())
@@ -108,13 +117,16 @@ class MCPFront:
 
     # -- tools -----------------------------------------------------------------
 
-    async def _list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def _list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         self._remember_legacy(ctx)
         return types.ListToolsResult(tools=self.gateway.list_tools(self._session(ctx).tenant))
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        self._remember_legacy(ctx)  # a client that calls without listing first still hears of changes
         base = self._session(ctx)
         if "tools:call" not in base.scopes:
             raise MCPError(code=-32001, message="this API key lacks the tools:call scope")
@@ -124,14 +136,18 @@ class MCPFront:
         if modern:
             pending = self.broker.resume(params.request_state, params.input_responses)
             if pending is not None:
-                return await self.broker.wait(pending)
+                return await self.broker.wait(pending, progress)
             if client_can_elicit(ctx) and self._may_ask(params.name):
                 pending = self.broker.new()
                 executor = self._executor(ctx, base, pending.elicit)
-                pending.task = asyncio.create_task(executor.call(params.name, arguments, progress=progress))
-                return await self.broker.wait(pending)
+                # progress follows the call across the client's retries (each retry is a new request)
+                relay = pending.progress if progress is not None else None
+                pending.task = asyncio.create_task(executor.call(params.name, arguments, progress=relay))
+                return await self.broker.wait(pending, progress)
             return await self._executor(ctx, base, None).call(params.name, arguments, progress=progress)
-        return await self._executor(ctx, base, legacy_elicit(ctx)).call(params.name, arguments, progress=progress)
+        return await self._executor(ctx, base, legacy_elicit(ctx)).call(
+            params.name, arguments, progress=progress
+        )
 
     def _may_ask(self, name: str) -> bool:
         """Only calls that can elicit (composites, tools needing approval) take the background path."""
@@ -142,7 +158,9 @@ class MCPFront:
         return entry.composite is not None or bool(policy.approval) or policy.approve_destructive
 
     def _executor(self, ctx: Any, base: Session, elicit: Any) -> ToolExecutor:
-        session = Session(tenant=base.tenant, scopes=base.scopes, elicit=elicit, label=base.label, extra=base.extra)
+        session = Session(
+            tenant=base.tenant, scopes=base.scopes, elicit=elicit, label=base.label, extra=base.extra
+        )
         return ToolExecutor(self.gateway, session, pools=self._pools_for(ctx))
 
     # -- resources and prompts -------------------------------------------------
@@ -153,7 +171,9 @@ class MCPFront:
     async def _list_resource_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=self.gateway.resource_templates())
 
-    async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def _read_resource(
+        self, ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         uri = str(params.uri)
         found = self.gateway.resources().get(uri)
         backend = found[1] if found else self.gateway.backend_for_template(uri)
@@ -163,7 +183,7 @@ class MCPFront:
             return await backend.read_resource(uri)
         except MCPError:
             raise
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
 
     async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
@@ -178,10 +198,11 @@ class MCPFront:
             return await backend.get_prompt(original, params.arguments)
         except MCPError:
             raise
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
 
     async def close(self) -> None:
+        self._unsubscribe()
         with contextlib.suppress(Exception):
             await self.broker.close()
 
