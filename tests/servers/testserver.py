@@ -193,6 +193,32 @@ def lookup(query: Annotated[int, Field(description="A numeric record id")]) -> d
     return {"server": NAME, "record": query}
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True), structured_output=False)
+def text_only(text: str) -> str:
+    """Echo the text back as text content only, without structuredContent (as most non-Python servers do)."""
+    return text
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def wipe() -> dict[str, int]:
+    """A destructive tool that increments the process-wide counter, so tests can tell whether it ran."""
+    _counter["value"] += 1
+    return {"value": _counter["value"]}
+
+
+_flaky_calls: dict[str, int] = {}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def flaky(key: str, fail_times: int = 1) -> dict[str, Any]:
+    """Fail the first `fail_times` calls for `key` (counted process-wide), then succeed (for retry checks)."""
+    _flaky_calls[key] = _flaky_calls.get(key, 0) + 1
+    calls = _flaky_calls[key]
+    if calls <= fail_times:
+        raise ToolError(f"flaky {key}: failure {calls} of {fail_times}")
+    return {"key": key, "calls": calls}
+
+
 @server.resource("test://readme", name="readme", description="A static text resource", mime_type="text/plain")
 def readme() -> str:
     return f"readme of {NAME}"

@@ -24,15 +24,21 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 @server.tool(annotations=READ_ONLY)
-def search(query: Annotated[str, Field(description="Words to look for in the docs")], limit: int = 3) -> dict[str, Any]:
+def search(
+    query: Annotated[str, Field(description="Words to look for in the docs")], limit: int = 3
+) -> dict[str, Any]:
     """Search the product documentation."""
     words = query.lower().split()
-    hits = [{"url": url, "snippet": text} for url, text in DOCS.items() if any(w in text.lower() for w in words)]
+    hits = [
+        {"url": url, "snippet": text} for url, text in DOCS.items() if any(w in text.lower() for w in words)
+    ]
     return {"source": "docs", "query": query, "hits": hits[:limit]}
 
 
 @server.tool(annotations=READ_ONLY)
-def scrape_profile(profile_url: Annotated[str, Field(description="A linkedin.com profile URL")]) -> dict[str, Any]:
+def scrape_profile(
+    profile_url: Annotated[str, Field(description="A linkedin.com profile URL")],
+) -> dict[str, Any]:
     """Scrape a LinkedIn profile (offline demo: returns a canned profile)."""
     handle = urlparse(profile_url).path.rstrip("/").split("/")[-1] or "unknown"
     return {"scraper": "linkedin", "profile": handle, "headline": f"{handle} works on agents"}
@@ -40,12 +46,17 @@ def scrape_profile(profile_url: Annotated[str, Field(description="A linkedin.com
 
 @server.tool(annotations=READ_ONLY)
 def scrape(
-    url: Annotated[str, Field(description="Any web page URL")],
+    url: Annotated[str, Field(description="The URL of any web page to scrape (http or https)")],
     format: Annotated[str, Field(description="markdown or text")] = "markdown",
 ) -> dict[str, Any]:
     """Scrape any web page (offline demo: describes the page)."""
     host = urlparse(url).netloc or "unknown"
-    return {"scraper": "generic", "url": url, "format": format, "content": f"# {host}\n(offline demo content)"}
+    return {
+        "scraper": "generic",
+        "url": url,
+        "format": format,
+        "content": f"# {host}\n(offline demo content)",
+    }
 
 
 @server.tool(annotations=READ_ONLY)

@@ -278,14 +278,15 @@ def template_context(
 def build_router(defn: RouterDef, resolver: ToolResolver) -> RouterComposite:
     """Build a router against the catalog; raise BuildError listing every problem."""
     static = defn.static_issues()
-    if static:
-        raise BuildError(static)
-    targets = resolve_targets(
-        [(f"operations[{i}].tool", op.tool) for i, op in enumerate(defn.operations)], resolver
-    )
+    try:
+        targets = resolve_targets(
+            [(f"operations[{i}].tool", op.tool) for i, op in enumerate(defn.operations)], resolver
+        )
+    except BuildError as error:  # report unknown tools together with the definition's own problems
+        raise BuildError([*static, *error.issues]) from None
     agent_driven = defn.routing == "agent_driven"
     selector = SELECTOR_PARAM if agent_driven else None
-    issues: list[tuple[str, str]] = []
+    issues: list[tuple[str, str]] = list(static)  # and every other problem, so one fix round is enough
     inputs = []
     for index, (op, target) in enumerate(zip(defn.operations, targets, strict=True)):
         issues.extend(_reference_issues(index, op, target, selector))
