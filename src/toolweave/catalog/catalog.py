@@ -8,6 +8,7 @@ search mode → aliases → composites (outermost).
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -160,10 +161,21 @@ class Catalog:
                 else:
                     created.append(replace(entry, hidden=True))  # lost a name conflict: not listed
             # `backend/tool` always reaches THIS backend's tool, even when its exposed name lost a conflict
-            target = next((e for e in created if self.entries.get(e.name) is e), created[-1] if created else None)
+            target = next(
+                (e for e in created if self.entries.get(e.name) is e), created[-1] if created else None
+            )
             if target is not None:
                 for reference in (f"{backend.name}/{tool.name}", f"{backend.name}.{tool.name}"):
                     self.by_reference.setdefault(reference, target)
+        if backend.status == "connected":  # a per-tool setting for a tool the backend lacks is a typo
+            known = [tool.name for tool in backend.tools]
+            for name in config.tools:
+                if name not in known:
+                    close = difflib.get_close_matches(name, known, n=1)
+                    hint = f"; did you mean {close[0]!r}?" if close else ""
+                    self.issues.append(
+                        CatalogIssue(backend.name, f"tools.{name}: the backend has no tool {name!r}{hint}")
+                    )
 
     def _exposed_name(self, config: BackendConfig, tool_name: str) -> str:
         return f"{config.name}{self.separator}{tool_name}" if config.namespace else tool_name
@@ -274,7 +286,9 @@ def is_destructive(tool: types.Tool) -> bool:
 def _tool_class(tool: types.Tool, config: BackendConfig, override: Any) -> ToolClass:
     if tool.annotations is not None and tool.annotations.read_only_hint:
         return "read"
-    promoted = override.concurrent if override is not None and override.concurrent is not None else config.concurrent
+    promoted = (
+        override.concurrent if override is not None and override.concurrent is not None else config.concurrent
+    )
     return "concurrent" if promoted else "serial"
 
 
@@ -285,7 +299,12 @@ def _origin(entry: Entry) -> str:
 
 
 def _composite_dependencies(definition: Any) -> set[str]:
-    """Exposed names a workflow's steps call (other composites must be built first)."""
+    """Exposed names a composite calls (other composites must be built first).
+
+    Workflow steps (and forEach inner steps), fan-out targets and router
+    operations all count: a fan-out or router may call a workflow declared
+    after it, and a cycle through any of them must be found and named.
+    """
     steps = getattr(definition, "steps", None) or []
     names: set[str] = set()
     for step in steps:
@@ -294,4 +313,10 @@ def _composite_dependencies(definition: Any) -> set[str]:
                 names.add(candidate)
         if isinstance(step, Mapping) and isinstance(step.get("tool"), str):
             names.add(step["tool"])
+    targets = definition.all_targets() if callable(getattr(definition, "all_targets", None)) else []
+    operations = getattr(definition, "operations", None) or []
+    for item in [*targets, *operations]:
+        candidate = getattr(item, "tool", None)
+        if isinstance(candidate, str) and split_tool_ref(candidate) is None:
+            names.add(candidate)
     return names

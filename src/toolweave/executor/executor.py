@@ -87,7 +87,9 @@ class ToolExecutor:
             return self._unknown(name, catalog)
         return await self._dispatch(entry, arguments, progress)
 
-    async def call_inner(self, reference: str, arguments: Any, progress: ProgressFn | None = None) -> types.CallToolResult:
+    async def call_inner(
+        self, reference: str, arguments: Any, progress: ProgressFn | None = None
+    ) -> types.CallToolResult:
         """An inner call of a composite: references may be `backend/tool`, hidden tools are callable."""
         catalog = self.gateway.catalog
         entry = catalog.lookup(reference)
@@ -115,12 +117,27 @@ class ToolExecutor:
             return "short"
         return entry.tool_class
 
-    async def _dispatch(self, entry: Entry, arguments: Any, progress: ProgressFn | None) -> types.CallToolResult:
+    async def _dispatch(
+        self, entry: Entry, arguments: Any, progress: ProgressFn | None
+    ) -> types.CallToolResult:
+        observe = self.gateway.call_observer
+        if observe is None:
+            return await self._checked(entry, arguments, progress)
+        started = time.perf_counter()
+        result = await self._checked(entry, arguments, progress)
+        observe(entry, result, time.perf_counter() - started)
+        return result
+
+    async def _checked(
+        self, entry: Entry, arguments: Any, progress: ProgressFn | None
+    ) -> types.CallToolResult:
         denial = self._denial(entry)
         if denial is not None:
             return error_result(denial)
         if not isinstance(arguments, Mapping):
-            return error_result(f"arguments for {entry.name!r} must be a JSON object, got {type(arguments).__name__}")
+            return error_result(
+                f"arguments for {entry.name!r} must be a JSON object, got {type(arguments).__name__}"
+            )
         arguments = dict(arguments)
         problems = entry.validator.problems(arguments)
         if problems:
@@ -145,17 +162,32 @@ class ToolExecutor:
             raise
         except Exception as error:
             logger.exception("call to %s failed", entry.name)
-            return error_result(f"calling {entry.name!r} failed inside the gateway: {type(error).__name__}: {error}")
+            return error_result(
+                f"calling {entry.name!r} failed inside the gateway: {type(error).__name__}: {error}"
+            )
 
-    async def _run(self, entry: Entry, arguments: dict[str, Any], progress: ProgressFn | None) -> types.CallToolResult:
+    async def _run(
+        self, entry: Entry, arguments: dict[str, Any], progress: ProgressFn | None
+    ) -> types.CallToolResult:
         if entry.composite is None:
-            backend = entry.backend
-            assert backend is not None and entry.backend_tool is not None
             record = self.gateway.config.gateway.record_direct_calls
             if not record:
-                return await backend.call_tool(entry.backend_tool, arguments, timeout=entry.timeout, progress=progress)
+                return await self._call_backend(entry, arguments, progress)
             return await self._recorded(entry, arguments, progress)
         return await self._recorded(entry, arguments, progress)
+
+    async def _call_backend(
+        self, entry: Entry, arguments: dict[str, Any], progress: ProgressFn | None
+    ) -> types.CallToolResult:
+        """The backend call itself; a tenant's own credentials (connections) are picked here, at call time."""
+        backend = entry.backend
+        assert backend is not None and entry.backend_tool is not None
+        resolver = self.gateway.backend_resolver
+        if resolver is not None:
+            backend = await resolver(backend, self.session)
+        return await backend.call_tool(
+            entry.backend_tool, arguments, timeout=entry.timeout, progress=progress
+        )
 
     async def _recorded(
         self, entry: Entry, arguments: dict[str, Any], progress: ProgressFn | None
@@ -190,17 +222,18 @@ class ToolExecutor:
                     )
                     result = await entry.composite.run(arguments, context)
             else:
-                assert entry.backend is not None and entry.backend_tool is not None
-                result = await entry.backend.call_tool(
-                    entry.backend_tool, arguments, timeout=entry.timeout, progress=progress
-                )
+                result = await self._call_backend(entry, arguments, progress)
         except asyncio.CancelledError:
             record.status = "cancelled"
             record.latency_ms = _ms(started)
             await _safely(runs.finish_run(record))
             raise
         latency = _ms(started)
-        meta = toolweave_meta(result) if entry.composite is not None else (result.meta or {}).get("toolweave", {})
+        meta = (
+            toolweave_meta(result)
+            if entry.composite is not None
+            else (result.meta or {}).get("toolweave", {})
+        )
         if entry.composite is not None:
             meta["run_id"] = record.id
             meta["latency_ms"] = latency
@@ -209,7 +242,12 @@ class ToolExecutor:
         record.operation = meta.get("operation")
         record.reason = meta.get("reason")
         record.steps = [
-            StepRecord(id=s["id"], status=s["status"], attempts=s.get("attempts", 0), latency_ms=s.get("latency_ms", 0))
+            StepRecord(
+                id=s["id"],
+                status=s["status"],
+                attempts=s.get("attempts", 0),
+                latency_ms=s.get("latency_ms", 0),
+            )
             for s in meta.get("steps", [])
             if isinstance(s, Mapping) and "id" in s
         ] or record.steps
@@ -257,7 +295,10 @@ class ToolExecutor:
             outcome = await elicit(message, schema, 300.0)
         except ElicitUnavailable as error:
             approval_log.info("approval for %s denied: %s", entry.name, error)
-            return f"calling {entry.name!r} needs the user's approval, but the client cannot be asked ({error})"
+            return (
+                f"calling {entry.name!r} needs the user's approval, but the client cannot be asked ({error}); "
+                "the call was not made"
+            )
         except TimeoutError:
             approval_log.info("approval for %s denied: no answer in time", entry.name)
             return f"the user did not approve the call to {entry.name!r} in time; it was not made"
@@ -268,31 +309,46 @@ class ToolExecutor:
                 "it was not made"
             )
         approved = outcome.action == "accept" and bool((outcome.content or {}).get("approve", True))
-        approval_log.info("approval for %s: %s", entry.name, "granted" if approved else f"refused ({outcome.action})")
+        approval_log.info(
+            "approval for %s: %s", entry.name, "granted" if approved else f"refused ({outcome.action})"
+        )
         if not approved:
-            return f"the user refused the call to {entry.name!r} ({outcome.action}); it was not made"
+            how = "answered no" if outcome.action == "accept" else outcome.action
+            return f"the user refused the call to {entry.name!r} ({how}); it was not made"
         return None
 
     # -- search mode -----------------------------------------------------------
 
-    async def _search_mode(self, name: str, arguments: Any, progress: ProgressFn | None) -> types.CallToolResult:
+    async def _search_mode(
+        self, name: str, arguments: Any, progress: ProgressFn | None
+    ) -> types.CallToolResult:
         catalog = self.gateway.catalog
         if not isinstance(arguments, Mapping):
             return error_result(f"arguments for {name!r} must be a JSON object")
         if name == FIND_TOOLS:
             query = arguments.get("query")
             limit = arguments.get("limit", 10)
-            if not isinstance(query, str) or not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            if (
+                not isinstance(query, str)
+                or not isinstance(limit, int)
+                or isinstance(limit, bool)
+                or limit < 1
+            ):
                 return error_result("find_tools needs {query: string, limit?: positive integer}")
             assert catalog.index is not None
-            found = [t for t in catalog.index.search(query, limit * 2) if self._tool_listed_for_tenant(t.name)]
+            found = [
+                t for t in catalog.index.search(query, limit * 2) if self._tool_listed_for_tenant(t.name)
+            ]
             payload = {"tools": [_tool_summary(tool) for tool in found[:limit]]}
-            return types.CallToolResult(content=[types.TextContent(type="text", text=json_text(payload))],
-                                        structured_content=payload)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=json_text(payload))], structured_content=payload
+            )
         target = arguments.get("name")
         inner_args = arguments.get("arguments", {})
         if not isinstance(target, str):
-            return error_result("call_tool needs {name: string, arguments?: object}; use find_tools to find names")
+            return error_result(
+                "call_tool needs {name: string, arguments?: object}; use find_tools to find names"
+            )
         if target in (FIND_TOOLS, CALL_TOOL):
             return error_result("call_tool cannot call itself or find_tools")
         return await self.call(target, inner_args, progress=progress)

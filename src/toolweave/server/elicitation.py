@@ -23,6 +23,8 @@ from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
 
 PENDING_TTL = 600.0
 """How long a call waits for the client to come back with answers before it is cancelled."""
+MAX_UNSENT_PROGRESS = 1000
+"""Progress notifications kept for a call while the client is answering its questions."""
 
 
 def client_can_elicit(ctx: Any) -> bool:
@@ -44,7 +46,7 @@ def legacy_elicit(ctx: Any) -> Callable[[str, dict[str, Any], float | None], Awa
                 answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
         except TimeoutError:
             raise
-        except Exception as error:  # noqa: BLE001 - no back channel, or the client failed
+        except Exception as error:
             raise ElicitUnavailable(f"the client could not be asked: {error}") from error
         return ElicitOutcome(action=answer.action, content=dict(answer.content or {}) or None)
 
@@ -61,6 +63,32 @@ class PendingCall:
     answers: dict[str, asyncio.Future[ElicitOutcome]] = field(default_factory=dict)
     touched: float = field(default_factory=time.monotonic)
     _counter: int = 0
+    _sink: Any = None
+    """Where progress goes: the ProgressFn of the client request currently waiting on this call."""
+    _unsent: list[tuple[float, float | None, str | None]] = field(default_factory=list)
+
+    async def progress(self, value: float, total: float | None = None, message: str | None = None) -> None:
+        """A ProgressFn for the background call.
+
+        The request that started the call has returned (with an
+        `InputRequiredResult`) by the time later steps finish, so progress goes
+        to whichever retry of the call is waiting now; while none is (the
+        client is answering), it is kept and sent when the next one arrives.
+        """
+        if self._sink is None:
+            if len(self._unsent) < MAX_UNSENT_PROGRESS:
+                self._unsent.append((value, total, message))
+            return
+        await self._sink(value, total, message)
+
+    async def attach(self, sink: Any) -> None:
+        """Send progress to `sink` (None detaches), after what was kept while no request waited."""
+        if sink is None:
+            self._sink = None
+            return
+        while self._unsent:  # in order; progress reported meanwhile queues behind
+            await sink(*self._unsent.pop(0))
+        self._sink = sink
 
     async def elicit(self, message: str, schema: dict[str, Any], timeout: float | None) -> ElicitOutcome:
         self._counter += 1
@@ -83,9 +111,13 @@ class PendingCall:
             if future is None or future.done():
                 continue
             if isinstance(response, types.ElicitResult):
-                future.set_result(ElicitOutcome(action=response.action, content=dict(response.content or {}) or None))
+                future.set_result(
+                    ElicitOutcome(action=response.action, content=dict(response.content or {}) or None)
+                )
             else:
-                future.set_exception(ElicitUnavailable("the client answered with something other than a form"))
+                future.set_exception(
+                    ElicitUnavailable("the client answered with something other than a form")
+                )
 
 
 class InputBroker:
@@ -108,16 +140,25 @@ class InputBroker:
         pending.deliver(responses)
         return pending
 
-    async def wait(self, pending: PendingCall) -> types.CallToolResult | types.InputRequiredResult:
-        """The call's result when it finishes, or the questions it is waiting on."""
+    async def wait(
+        self, pending: PendingCall, progress: Any = None
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The call's result when it finishes, or the questions it is waiting on.
+
+        `progress` is this request's ProgressFn: the call's progress is sent
+        there while this request waits.
+        """
         assert pending.task is not None
         getter = asyncio.ensure_future(pending.questions.get())
         try:
+            await pending.attach(progress)
             await asyncio.wait([pending.task, getter], return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             getter.cancel()
             self.drop(pending)
             raise
+        finally:
+            await pending.attach(None)
         if pending.task.done():
             getter.cancel()
             self._pending.pop(pending.token, None)

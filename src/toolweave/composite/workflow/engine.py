@@ -120,6 +120,8 @@ class WorkflowRun:
                         self._release(plan.steps[index], remaining, ready)
                 if self.stopping and self.skipped_by is None:
                     await self._cancel(running)
+            if self.skipped_by is not None:
+                await self._skip_unstarted()
         finally:
             await self._cancel(running)
             self._close_unstarted()
@@ -146,6 +148,12 @@ class WorkflowRun:
                 continue
             cancelled = StepOutcome("cancelled", output={}, error="cancelled: the workflow stopped")
             self._record(index, cancelled, (now - self.start_times[index]) * 1000)
+
+    async def _skip_unstarted(self) -> None:
+        """After skip_remaining: every step not started is skipped, and reported like any finished step."""
+        for step in self.plan.steps:
+            if self.records[step.index] is None:
+                await self._report(self._record(step.index, skipped(step, SKIP_REMAINING), 0.0))
 
     def _close_unstarted(self) -> None:
         """Steps that never started: skipped after skip_remaining, else cancelled by an abort or timeout."""

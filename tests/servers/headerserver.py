@@ -1,0 +1,43 @@
+"""A streamable HTTP MCP server that reports which credentials reached it (for connection tests).
+
+It never echoes a header value: `whoami` returns a short SHA-256 of the
+`X-Token` header, so a test can tell tenants apart without the secret
+showing up in a result, a run record or a log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+server = MCPServer("headerserver")
+
+
+def fingerprint(value: str | None) -> str | None:
+    return hashlib.sha256(value.encode()).hexdigest()[:12] if value else None
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def whoami(ctx: Context, topic: Annotated[str, Field(description="Anything")] = "") -> dict[str, Any]:
+    """Report which token the request carried (as a fingerprint)."""
+    headers = ctx.headers or {}
+    token = next((v for k, v in headers.items() if k.lower() == "x-token"), None)
+    return {"token": fingerprint(token), "topic": topic}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int, required=True)
+    args = parser.parse_args()
+    import uvicorn
+
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.http, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
