@@ -63,7 +63,7 @@ async def run_one(key: str, bench: Bench) -> ScenarioResult:
     started = time.monotonic()
     try:
         result = await SCENARIOS[key](bench)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - one crashed scenario must not end the run
         traceback.print_exc(file=sys.stderr)
         result = ScenarioResult(key, "crashed").fail(f"{type(exc).__name__}: {exc}")
     result.metrics["scenario_s"] = round(time.monotonic() - started, 1)
@@ -88,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     started = dt.datetime.now()
     workdir = Path(tempfile.mkdtemp(prefix="toolweave-bench-"))
     print(f"toolweave bench ({'quick' if args.quick else 'full'}); logs and configs in {workdir}", flush=True)
-    results = anyio.run(run_all, settings, selected(args), workdir)
-    path = write_json(settings, results, started)
+    keys = selected(args)
+    results = anyio.run(run_all, settings, keys, workdir)
+    path = write_json(settings, results, started, tag="only-" + "".join(keys) if args.only else "")
     elapsed = (dt.datetime.now() - started).total_seconds()
     print(f"\nwrote {path} ({elapsed:.1f}s)", flush=True)
     print(summary_line(results), flush=True)

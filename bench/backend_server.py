@@ -9,7 +9,7 @@ Run as a script so that it needs nothing but the `mcp` SDK:
     python bench/backend_server.py --port 9001            # http://127.0.0.1:9001/mcp
     python bench/backend_server.py --stdio                # stdio MCP server
 
-HTTP mode prints `READY <port>` on stdout once it accepts connections.
+The harness waits for the port to accept connections.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def _register_core_tools(server: MCPServer) -> None:
     async def big() -> str:
         return _BIG_TEXT
 
-    @server.tool(description="Wait 50 ms, then return 'slept'.", annotations=_READ_ONLY, structured_output=False)
+    @server.tool(
+        description="Wait 50 ms, then return 'slept'.", annotations=_READ_ONLY, structured_output=False
+    )
     async def sleep50() -> str:
         await asyncio.sleep(0.05)
         return "slept"
@@ -80,15 +82,14 @@ async def _serve_http(server: MCPServer, args: argparse.Namespace) -> None:
     import uvicorn
 
     config = uvicorn.Config(
-        _http_app(server, args), host=args.host, port=args.port, log_level="warning", access_log=False, lifespan="on"
+        _http_app(server, args),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
     )
-    userver = uvicorn.Server(config)
-    task = asyncio.create_task(userver.serve())
-    while not userver.started and not task.done():
-        await asyncio.sleep(0.01)
-    if userver.started:
-        print(f"READY {args.port}", flush=True)
-    await task
+    await uvicorn.Server(config).serve()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -43,7 +43,12 @@ def router_tool(backend: str = "b1") -> dict[str, Any]:
     operations.append({"slug": "generic", "tool": f"{backend}/echo", "parameter_mapping": {"url": "text"}})
     rules = [
         {
-            "condition": {"type": "contains", "field": "url", "value": f"site{i:02d}.example", "caseSensitive": False},
+            "condition": {
+                "type": "contains",
+                "field": "url",
+                "value": f"site{i:02d}.example",
+                "caseSensitive": False,
+            },
             "operation": f"op{i:02d}",
             "priority": i + 1,
         }
@@ -80,6 +85,13 @@ def dag_workflow(backend: str = "b1") -> dict[str, Any]:
     """50 no-op steps as a wide DAG: one root, 48 parallel steps, one join (depth 3)."""
     steps: list[dict[str, Any]] = [{"id": "root", "tool": f"{backend}/noop", "arguments": {}}]
     middle = [f"m{i:02d}" for i in range(DAG_WIDTH)]
-    steps += [{"id": sid, "tool": f"{backend}/noop", "arguments": {}, "dependsOn": ["root"]} for sid in middle]
+    steps += [
+        {"id": sid, "tool": f"{backend}/noop", "arguments": {}, "dependsOn": ["root"]} for sid in middle
+    ]
     steps.append({"id": "join", "tool": f"{backend}/noop", "arguments": {}, "dependsOn": middle})
-    return {"name": "wf_dag", "description": "50 no-op steps: root, 48 in parallel, join", "steps": steps}
+    return {
+        "name": "wf_dag",
+        "description": "50 no-op steps: root, 48 in parallel, join",
+        "maxParallel": DAG_WIDTH,
+        "steps": steps,
+    }

@@ -25,6 +25,16 @@ class Settings:
     def rounds(self) -> int:
         return 4 if self.quick else 8
 
+    @property
+    def slow_rounds(self) -> int:
+        """Rounds for comparisons whose calls take 50 ms or more (fan-out, workflows)."""
+        return 2 if self.quick else 8
+
+    @property
+    def budget_s(self) -> float:
+        """Time bound of one side-by-side comparison (`load.compare(max_seconds=...)`)."""
+        return 3.5 if self.quick else 180.0
+
 
 @dataclass
 class Bench:
@@ -34,6 +44,8 @@ class Bench:
     group: ProcessGroup
     workdir: Path
     backend: Managed
+    shared: Any = None
+    """`--quick`: the one toolweave serving scenarios A, B, D, E and F (a GatewayRun, or why not)."""
 
     @property
     def backend_url(self) -> str:

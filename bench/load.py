@@ -11,18 +11,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-CallFn = Callable[[Client], Awaitable[Any]]
-ClientFactory = Callable[[], Client]
+CallFn = Callable[[Any], Awaitable[Any]]
+"""One call made with an entered client (an `mcp.Client`, or e.g. `rawclient.RawMcpClient`)."""
+ClientFactory = Callable[[], AbstractAsyncContextManager[Any]]
 
 CALL_TIMEOUT_S = 30.0
 
@@ -123,12 +123,12 @@ def tool_call(name: str, arguments: dict[str, Any] | None = None) -> CallFn:
     return call
 
 
-async def _timed(client: Client, call: CallFn, result: LoadResult) -> None:
+async def _timed(client: Any, call: CallFn, result: LoadResult) -> None:
     start = time.perf_counter()
     try:
         with anyio.fail_after(CALL_TIMEOUT_S):
             await call(client)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a failed call is counted, not fatal
         result.errors += 1
         if result.first_error is None:
             result.first_error = f"{type(exc).__name__}: {exc}"[:500]
@@ -137,12 +137,12 @@ async def _timed(client: Client, call: CallFn, result: LoadResult) -> None:
 
 
 async def _run_segment(
-    clients: Sequence[Client], call: CallFn, calls: int, result: LoadResult, deadline: float
+    clients: Sequence[Any], call: CallFn, calls: int, result: LoadResult, deadline: float
 ) -> None:
     """Make `calls` calls with one worker per client; stop early at `deadline`."""
     remaining = [calls]
 
-    async def worker(client: Client) -> None:
+    async def worker(client: Any) -> None:
         while remaining[0] > 0 and time.monotonic() < deadline:
             remaining[0] -= 1
             await _timed(client, call, result)
@@ -154,17 +154,17 @@ async def _run_segment(
     result.active_s += time.perf_counter() - start
 
 
-async def _open_clients(stack: AsyncExitStack, target: Target, count: int) -> list[Client]:
-    clients: list[Client] = []
+async def _open_clients(stack: AsyncExitStack, target: Target, count: int) -> list[Any]:
+    clients: list[Any] = []
     for _ in range(count):
         # No cancel scope around this: the client's own task group lives inside the stack.
         clients.append(await stack.enter_async_context(target.make_client()))
     return clients
 
 
-async def _warm(clients: Sequence[Client], target: Target, warmup: int) -> None:
+async def _warm(clients: Sequence[Any], target: Target, warmup: int, max_seconds: float) -> None:
     scratch = LoadResult(target.label, len(clients))
-    deadline = time.monotonic() + 60.0
+    deadline = time.monotonic() + max_seconds
     await _run_segment(clients, target.call, max(warmup, len(clients)), scratch, deadline)
     if scratch.errors and not scratch.latencies_ms:
         raise RuntimeError(f"{target.label}: every warmup call failed: {scratch.first_error}")
@@ -177,41 +177,37 @@ async def compare(
     calls: int,
     warmup: int = 20,
     rounds: int = 5,
-    max_seconds: float = 60.0,
+    max_seconds: float = 120.0,
 ) -> dict[str, LoadResult]:
     """Measure every target with `calls` calls at `concurrency`, interleaved in `rounds` rounds.
 
     The call budget of each target is split across the rounds; the target order
-    rotates each round. Bounded: never runs past `max_seconds` of measuring.
+    rotates each round. Bounded in time: measuring takes at most about `max_seconds`
+    (each segment gets an equal share, so a slow target gets fewer calls rather than
+    starving the others) and each target's warmup at most a quarter of it.
     """
     results = {t.label: LoadResult(t.label, concurrency) for t in targets}
     per_round = max(1, math.ceil(calls / rounds))
+    segment_s = max_seconds / (rounds * len(targets))
     async with AsyncExitStack() as stack:
         pools = {t.label: await _open_clients(stack, t, concurrency) for t in targets}
         for target in targets:
-            await _warm(pools[target.label], target, warmup)
-        deadline = time.monotonic() + max_seconds
+            await _warm(pools[target.label], target, warmup, max(1.0, max_seconds / 4))
         for round_index in range(rounds):
             order = list(targets[round_index % len(targets) :]) + list(targets[: round_index % len(targets)])
             for target in order:
-                await _run_segment(pools[target.label], target.call, per_round, results[target.label], deadline)
+                deadline = time.monotonic() + segment_s
+                await _run_segment(
+                    pools[target.label], target.call, per_round, results[target.label], deadline
+                )
     return results
 
 
 async def measure(
-    target: Target, *, concurrency: int, calls: int, warmup: int = 20, max_seconds: float = 60.0
+    target: Target, *, concurrency: int, calls: int, warmup: int = 20, max_seconds: float = 120.0
 ) -> LoadResult:
     """Measure one target on its own (prefer `compare` for anything compared)."""
     results = await compare(
         [target], concurrency=concurrency, calls=calls, warmup=warmup, rounds=1, max_seconds=max_seconds
     )
     return results[target.label]
-
-
-def http_get_ok(url: str, timeout: float = 2.0) -> bool:
-    """Whether `url` answers a GET with a non-5xx status (used for peer readiness)."""
-    try:
-        with httpx2.Client(timeout=timeout) as client:
-            return client.get(url).status_code < 500
-    except httpx2.HTTPError:
-        return False

@@ -74,7 +74,9 @@ CONTEXTFORGE = PeerEnv("contextforge", CONTEXTFORGE_SPEC)
 def _run(argv: list[str], timeout: float) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
-        raise StartError(f"{' '.join(argv)} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+        raise StartError(
+            f"{' '.join(argv)} failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}"
+        )
 
 
 def ensure_installed(peer: PeerEnv) -> Path:
@@ -84,7 +86,10 @@ def ensure_installed(peer: PeerEnv) -> Path:
     PEERS_DIR.mkdir(parents=True, exist_ok=True)
     if not peer.python.exists():
         _run([sys.executable, "-m", "venv", str(peer.root)], timeout=120)
-    _run([str(peer.python), "-m", "pip", "install", "-q", "--disable-pip-version-check", peer.spec], INSTALL_TIMEOUT_S)
+    _run(
+        [str(peer.python), "-m", "pip", "install", "-q", "--disable-pip-version-check", peer.spec],
+        INSTALL_TIMEOUT_S,
+    )
     peer.marker.write_text(peer.spec + "\n")
     return peer.python
 
@@ -179,7 +184,9 @@ def _wait_health(managed: Managed, base_url: str, timeout: float) -> None:
     with httpx2.Client(timeout=2.0) as client:
         while time.monotonic() < deadline:
             if not managed.alive():
-                raise StartError(f"ContextForge exited with {managed.proc.returncode}:\n{managed.log_tail(4000)}")
+                raise StartError(
+                    f"ContextForge exited with {managed.proc.returncode}:\n{managed.log_tail(4000)}"
+                )
             try:
                 if client.get(f"{base_url}/health").status_code == 200:
                     return
@@ -191,12 +198,19 @@ def _wait_health(managed: Managed, base_url: str, timeout: float) -> None:
 
 def _register_backend(base_url: str, token: str, backend_url: str) -> None:
     """Register the bench backend as a ContextForge gateway (federated MCP server)."""
-    body = {"name": "bench", "url": backend_url, "transport": "STREAMABLEHTTP", "description": "bench backend"}
+    body = {
+        "name": "bench",
+        "url": backend_url,
+        "transport": "STREAMABLEHTTP",
+        "description": "bench backend",
+    }
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     with httpx2.Client(timeout=60.0) as client:
         response = client.post(f"{base_url}/gateways", content=json.dumps(body), headers=headers)
     if response.status_code >= 300:
-        raise StartError(f"registering the backend with ContextForge failed: {response.status_code} {response.text}")
+        raise StartError(
+            f"registering the backend with ContextForge failed: {response.status_code} {response.text}"
+        )
 
 
 def _wait_tool(base_url: str, token: str, suffix: str, timeout: float) -> str:
@@ -209,7 +223,9 @@ def _wait_tool(base_url: str, token: str, suffix: str, timeout: float) -> str:
             response = client.get(f"{base_url}/tools", headers=headers)
             if response.status_code == 200:
                 payload = response.json()
-                items = payload if isinstance(payload, list) else payload.get("items", payload.get("tools", []))
+                items = (
+                    payload if isinstance(payload, list) else payload.get("items", payload.get("tools", []))
+                )
                 names = [str(t.get("name")) for t in items]
                 match = [n for n in names if n == suffix or n.endswith(suffix)]
                 if match:

@@ -16,12 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-
-import httpx2
 
 LOOPBACK = "127.0.0.1"
 BENCH_DIR = Path(__file__).resolve().parent
@@ -52,7 +50,6 @@ class Managed:
     proc: subprocess.Popen[bytes]
     log_path: Path
     url: str | None = None
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def pid(self) -> int:
@@ -165,21 +162,33 @@ def wait_port(managed: Managed, port: int, timeout: float) -> None:
         with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), timeout=0.2):
             return
         time.sleep(0.05)
-    raise StartError(f"{managed.name} did not listen on port {port} within {timeout:.0f}s:\n{managed.log_tail()}")
+    raise StartError(
+        f"{managed.name} did not listen on port {port} within {timeout:.0f}s:\n{managed.log_tail()}"
+    )
 
 
-def wait_http(managed: Managed, url: str, timeout: float) -> None:
-    """Wait until `url` answers HTTP at all (any status); raise StartError otherwise."""
-    deadline = time.monotonic() + timeout
-    with httpx2.Client(timeout=1.0) as client:
-        while time.monotonic() < deadline:
-            if not managed.alive():
-                raise StartError(f"{managed.name} exited with {managed.proc.returncode}:\n{managed.log_tail()}")
-            with contextlib.suppress(httpx2.HTTPError):
-                client.get(url)
-                return
-            time.sleep(0.1)
-    raise StartError(f"{managed.name} did not answer {url} within {timeout:.0f}s:\n{managed.log_tail()}")
+def _spawn_backend(
+    group: ProcessGroup, name: str, extra_tools: int, json_response: bool
+) -> tuple[Managed, int]:
+    port = free_port()
+    argv = [sys.executable, str(BENCH_DIR / "backend_server.py"), "--port", str(port), "--name", name]
+    if extra_tools:
+        argv += ["--extra-tools", str(extra_tools)]
+    if json_response:
+        argv.append("--json-response")
+    managed = group.start(name, argv)
+    managed.url = f"http://{LOOPBACK}:{port}/mcp"
+    return managed, port
+
+
+def start_backends(
+    group: ProcessGroup, names: Sequence[str], *, extra_tools: int = 0, timeout: float = 30.0
+) -> list[Managed]:
+    """Start several bench backends at once (streamable HTTP, free ports); wait until all listen."""
+    spawned = [_spawn_backend(group, name, extra_tools, False) for name in names]
+    for managed, port in spawned:
+        wait_port(managed, port, timeout)
+    return [managed for managed, _ in spawned]
 
 
 def start_backend(
@@ -188,23 +197,18 @@ def start_backend(
     *,
     extra_tools: int = 0,
     json_response: bool = False,
-    timeout: float = 20.0,
+    timeout: float = 30.0,
 ) -> Managed:
     """Start the bench backend over streamable HTTP on a free port and wait until it listens."""
-    port = free_port()
-    argv = [sys.executable, str(BENCH_DIR / "backend_server.py"), "--port", str(port), "--name", name]
-    if extra_tools:
-        argv += ["--extra-tools", str(extra_tools)]
-    if json_response:
-        argv.append("--json-response")
-    managed = group.start(name, argv)
+    managed, port = _spawn_backend(group, name, extra_tools, json_response)
     wait_port(managed, port, timeout)
-    managed.url = f"http://{LOOPBACK}:{port}/mcp"
     return managed
 
 
-def stdio_backend_argv() -> list[str]:
-    """The command line of the bench backend in stdio mode."""
+def stdio_backend_argv(lite: bool = False) -> list[str]:
+    """The command line of a stdio bench backend: the SDK server, or the stdlib-only one."""
+    if lite:
+        return [sys.executable, str(BENCH_DIR / "stdio_lite.py")]
     return [sys.executable, str(BENCH_DIR / "backend_server.py"), "--stdio"]
 
 
@@ -217,9 +221,3 @@ def rss_mb(pid: int) -> float | None:
     except OSError:
         return None
     return None
-
-
-@contextlib.contextmanager
-def process_group() -> Iterator[ProcessGroup]:
-    with ProcessGroup() as group:
-        yield group

@@ -24,6 +24,8 @@ SUMMARY_KEYS: dict[str, tuple[str, str]] = {
     "direct_p50_ms": ("A", "direct_p50_ms_c1"),
     "big_overhead_ms_p50": ("B", "overhead_ms_p50"),
     "tools_list_ms": ("C", "tools_list_ms"),
+    "tools_list_sdk_client_ms": ("C", "tools_list_sdk_client_ms"),
+    "call_overhead_ms_300_tools": ("C", "call_overhead_ms_p50_300_tools"),
     "fanout_ratio": ("D", "fanout_ratio"),
     "router_decision_ms": ("E", "router_decision_ms"),
     "workflow_ms_per_step": ("F", "workflow_ms_per_step"),
@@ -33,17 +35,18 @@ SUMMARY_KEYS: dict[str, tuple[str, str]] = {
 
 
 def _fmt(value: Any, width: int) -> str:
+    text = str(value)
     if isinstance(value, float):
         text = "-" if math.isnan(value) else f"{value:.2f}"
-    else:
-        text = str(value)
     return text[:width].rjust(width) if isinstance(value, int | float) else text[:width].ljust(width)
 
 
 def _table(rows: Sequence[dict[str, Any]]) -> list[str]:
     columns = [("label", 34), ("note", 22), ("calls", 6), ("errors", 6), ("p50_ms", 8), ("p95_ms", 8)]
     columns += [("p99_ms", 8), ("calls_per_s", 10)]
-    header = " ".join(name.ljust(width) if i < 2 else name.rjust(width) for i, (name, width) in enumerate(columns))
+    header = " ".join(
+        name.ljust(width) if i < 2 else name.rjust(width) for i, (name, width) in enumerate(columns)
+    )
     lines = [header, "-" * len(header)]
     lines += [" ".join(_fmt(row.get(name, ""), width) for name, width in columns) for row in rows]
     return lines
@@ -60,7 +63,9 @@ def _metric_lines(result: ScenarioResult) -> list[str]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a"}[check.ok]
         shown = "-" if check.value is None else f"{check.value:.3f}"
         op = ">=" if check.higher_is_better else "<="
-        lines.append(f"  [{verdict}] {check.name}: {shown} {check.unit} (target {op} {check.bound} {check.unit})")
+        lines.append(
+            f"  [{verdict}] {check.name}: {shown} {check.unit} (target {op} {check.bound} {check.unit})"
+        )
     return lines
 
 
@@ -89,7 +94,9 @@ def _metric(results: Sequence[ScenarioResult], key: str, name: str) -> float | N
 
 def summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     """The headline numbers (None where a scenario was skipped) and every target's verdict."""
-    out: dict[str, Any] = {name: _metric(results, key, metric) for name, (key, metric) in SUMMARY_KEYS.items()}
+    out: dict[str, Any] = {
+        name: _metric(results, key, metric) for name, (key, metric) in SUMMARY_KEYS.items()
+    }
     checks = [c for r in results for c in r.checks]
     out["targets_met"] = sum(1 for c in checks if c.ok)
     out["targets_missed"] = sum(1 for c in checks if c.ok is False)
@@ -115,10 +122,13 @@ def _environment() -> dict[str, Any]:
     }
 
 
-def write_json(settings: Settings, results: Sequence[ScenarioResult], started: dt.datetime) -> Path:
-    """Write `bench/results/<YYYY-MM-DD>.json` (`-quick` for quick runs); return its path."""
+def write_json(
+    settings: Settings, results: Sequence[ScenarioResult], started: dt.datetime, tag: str = ""
+) -> Path:
+    """Write `bench/results/<YYYY-MM-DD>[-quick][-tag].json`; return its path."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    name = started.strftime("%Y-%m-%d") + ("-quick" if settings.quick else "") + ".json"
+    suffix = ("-quick" if settings.quick else "") + (f"-{tag}" if tag else "")
+    name = started.strftime("%Y-%m-%d") + suffix + ".json"
     path = RESULTS_DIR / name
     document = {
         "started": started.isoformat(timespec="seconds"),

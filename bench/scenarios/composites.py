@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
@@ -51,12 +52,13 @@ def direct_dag(name: str, width: int) -> CallFn:
 
 
 async def _meta_of(url: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """`_meta["toolweave"]` of one call's result (empty when absent)."""
+    """`_meta["toolweave"]` of one call's result, plus `_wall_ms`: that call's own wall time."""
     async with Client(url) as client:
+        start = time.perf_counter()
         result = await client.call_tool(name, args)
-    meta = result.meta or {}
-    found = meta.get("toolweave")
-    return found if isinstance(found, dict) else {}
+        wall_ms = (time.perf_counter() - start) * 1000.0
+    found = (result.meta or {}).get("toolweave")
+    return {**(found if isinstance(found, dict) else {}), "_wall_ms": wall_ms}
 
 
 # ---------------------------------------------------------------- D. fan-out
@@ -74,7 +76,12 @@ async def scenario_d(bench: Bench) -> ScenarioResult:
         if isinstance(run, GatewayRun):
             targets.append(Target("toolweave: fan (5 x sleep50)", url_client(run.url), tool_call("fan")))
         measured = await compare(
-            targets, concurrency=1, calls=bench.settings.n(12, 60), warmup=3, rounds=bench.settings.rounds
+            targets,
+            concurrency=1,
+            calls=bench.settings.n(12, 60),
+            warmup=3,
+            rounds=bench.settings.slow_rounds,
+            max_seconds=bench.settings.budget_s,
         )
     finally:
         stop_gateway(bench, run)
@@ -104,11 +111,19 @@ async def scenario_e(bench: Bench) -> ScenarioResult:
     try:
         if isinstance(run, GatewayRun):
             targets += [
-                Target("toolweave: b1__echo", url_client(run.url), tool_call(exposed("b1", "echo"), echo_args)),
+                Target(
+                    "toolweave: b1__echo", url_client(run.url), tool_call(exposed("b1", "echo"), echo_args)
+                ),
                 Target("toolweave: route (last rule)", url_client(run.url), tool_call("route", ROUTED_INPUT)),
             ]
             result.metrics["router_meta"] = await _meta_of(run.url, "route", ROUTED_INPUT)
-        measured = await compare(targets, concurrency=1, calls=bench.settings.n(300, 2000), rounds=bench.settings.rounds)
+        measured = await compare(
+            targets,
+            concurrency=1,
+            calls=bench.settings.n(300, 2000),
+            rounds=bench.settings.rounds,
+            max_seconds=bench.settings.budget_s,
+        )
     finally:
         stop_gateway(bench, run)
     result.add_rows(measured, note="c=1")
@@ -136,19 +151,23 @@ def _per_step(gateway: LoadResult, direct: LoadResult) -> float:
     return (gateway.p50 - direct.p50) / WORKFLOW_STEPS
 
 
-def _chain_meta_overhead(meta: dict[str, Any], wall_ms: float) -> float | None:
-    """Per-step gateway time of the chain from its own step latencies (`_meta.toolweave.steps`)."""
+def _chain_meta_overhead(meta: dict[str, Any]) -> float | None:
+    """Per-step time of one chain run beyond its steps' own latencies (`_meta.toolweave.steps`)."""
     steps = meta.get("steps")
     if not isinstance(steps, list) or not steps:
         return None
     tools_ms = sum(float(s.get("latency_ms", 0.0)) for s in steps if isinstance(s, dict))
-    return (wall_ms - tools_ms) / WORKFLOW_STEPS
+    return (float(meta["_wall_ms"]) - tools_ms) / WORKFLOW_STEPS
 
 
 async def scenario_f(bench: Bench) -> ScenarioResult:
     result = ScenarioResult("F", f"workflow: {WORKFLOW_STEPS} no-op steps, chain and wide DAG")
     run = await try_gateway(
-        bench, "f", [http_backend("b1", bench.backend_url)], ["wf_chain", "wf_dag"], [chain_workflow(), dag_workflow()]
+        bench,
+        "f",
+        [http_backend("b1", bench.backend_url)],
+        ["wf_chain", "wf_dag"],
+        [chain_workflow(), dag_workflow()],
     )
     url = bench.backend_url
     targets = [
@@ -162,7 +181,12 @@ async def scenario_f(bench: Bench) -> ScenarioResult:
                 Target("toolweave: wf_dag", url_client(run.url), tool_call("wf_dag")),
             ]
         measured = await compare(
-            targets, concurrency=1, calls=bench.settings.n(6, 40), warmup=2, rounds=bench.settings.rounds
+            targets,
+            concurrency=1,
+            calls=bench.settings.n(6, 40),
+            warmup=2,
+            rounds=bench.settings.slow_rounds,
+            max_seconds=bench.settings.budget_s,
         )
         if isinstance(run, GatewayRun):
             result.metrics["chain_meta"] = await _meta_of(run.url, "wf_chain", {})
@@ -180,6 +204,6 @@ def _workflow_metrics(result: ScenarioResult, measured: dict[str, LoadResult], l
     m = result.metrics
     m["chain_ms_per_step"] = _per_step(chain, direct_chain)
     m["dag_ms_per_step"] = _per_step(dag, direct_dag_)
-    m["chain_meta_ms_per_step"] = _chain_meta_overhead(m.pop("chain_meta"), chain.p50)
+    m["chain_meta_ms_per_step"] = _chain_meta_overhead(m.pop("chain_meta"))
     m["workflow_ms_per_step"] = max(m["chain_ms_per_step"], m["dag_ms_per_step"])
     result.checks.append(Check("workflow gateway time per step", m["workflow_ms_per_step"], 0.2, "ms"))

@@ -33,8 +33,10 @@ async def scenario_a(bench: Bench) -> ScenarioResult:
     try:
         targets = _targets(bench, run, "echo", ECHO_ARGS)
         s = bench.settings
-        for concurrency, calls in ((1, s.n(300, 2000)), (8, s.n(800, 4000))):
-            measured = await compare(targets, concurrency=concurrency, calls=calls, rounds=s.rounds)
+        for concurrency, calls in ((1, s.n(200, 2000)), (8, s.n(400, 4000))):
+            measured = await compare(
+                targets, concurrency=concurrency, calls=calls, rounds=s.rounds, max_seconds=s.budget_s
+            )
             result.add_rows(measured, note=f"c={concurrency}")
             if isinstance(run, GatewayRun):
                 result.metrics.update(_passthrough_metrics(measured, concurrency))
@@ -58,7 +60,11 @@ async def scenario_b(bench: Bench) -> ScenarioResult:
     try:
         targets = _targets(bench, run, "big", {})
         measured = await compare(
-            targets, concurrency=1, calls=bench.settings.n(60, 400), rounds=bench.settings.rounds
+            targets,
+            concurrency=1,
+            calls=bench.settings.n(60, 400),
+            rounds=bench.settings.rounds,
+            max_seconds=bench.settings.budget_s,
         )
         result.add_rows(measured, note="100 KB, c=1")
         result.metrics["direct_p50_ms"] = measured["direct"].p50

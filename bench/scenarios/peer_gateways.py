@@ -38,7 +38,9 @@ def _peer_metrics(result: ScenarioResult, measured: dict[str, LoadResult], concu
         if label == "direct":
             continue
         result.metrics[f"{label} | overhead_ms_p50_c{concurrency}"] = load.p50 - direct.p50
-        result.metrics[f"{label} | throughput_ratio_c{concurrency}"] = ratio(load.calls_per_s, direct.calls_per_s)
+        result.metrics[f"{label} | throughput_ratio_c{concurrency}"] = ratio(
+            load.calls_per_s, direct.calls_per_s
+        )
 
 
 async def scenario_h(bench: Bench) -> ScenarioResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ from toolweave.runs import MemoryRunStore, RunStore
 
 logger = logging.getLogger("toolweave.gateway")
 ToolsChanged = Callable[[], None]
+BackendResolver = Callable[[Backend, Session], Awaitable[Backend]]
+"""`(backend, session) -> the backend to call for this session` (the same one unless a tenant has credentials)."""
+CallObserver = Callable[[Entry, types.CallToolResult, float], None]
+"""`(entry, result, seconds)`, called after every call the executor dispatched; must be cheap and never raise."""
 
 SEARCH_TOOLS = [
     types.Tool(
@@ -76,6 +80,10 @@ class Gateway:
         self._rebuild_pending = False
         self._executor: ToolExecutor | None = None
         self._started = False
+        self.backend_resolver: BackendResolver | None = None
+        """Set by the server: picks the backend connection for a caller (per-tenant credentials)."""
+        self.call_observer: CallObserver | None = None
+        """Set by the server: told of every finished call (metrics), in one place."""
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> Gateway:
@@ -95,7 +103,9 @@ class Gateway:
         for backend_config in self.config.backends:
             if not backend_config.enabled:
                 continue
-            options = {"errlog": self._errlog} if self._errlog is not None and not backend_config.python else {}
+            options = (
+                {"errlog": self._errlog} if self._errlog is not None and not backend_config.python else {}
+            )
             backend = create_backend(backend_config, **options)
             backend.on_change(lambda _b: self.schedule_rebuild())
             self.backends[backend.name] = backend
@@ -237,7 +247,11 @@ class Gateway:
     def export(self, format: str, names: Sequence[str] | None = None) -> Any:
         from toolweave.export import export_tools
 
-        tools = self.list_tools() if names is None else [self._catalog.get(n).tool for n in names if self._catalog.get(n)]
+        tools = (
+            self.list_tools()
+            if names is None
+            else [self._catalog.get(n).tool for n in names if self._catalog.get(n)]
+        )
         return export_tools(tools, format)
 
     def describe_backends(self) -> list[dict[str, Any]]:

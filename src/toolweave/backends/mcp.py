@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import os
 import random
+import subprocess
 import sys
 import warnings
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
@@ -23,7 +24,9 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from toolweave.backends.base import Backend, logger, unavailable_result
 from toolweave.results import error_result
@@ -32,6 +35,7 @@ INITIAL_BACKOFF = 0.25
 MAX_BACKOFF = 30.0
 HEALTH_INTERVAL = 15.0
 _PAGE_CAP = 100
+_R = TypeVar("_R", types.CallToolResult, types.ReadResourceResult, types.GetPromptResult)
 
 
 class MCPBackend(Backend):
@@ -46,6 +50,8 @@ class MCPBackend(Backend):
         self._errlog = errlog if errlog is not None else sys.stderr
         self._semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
         self._refresh_task: asyncio.Task[None] | None = None
+        self._refresh_wanted = False
+        self._http_error: str | None = None
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -70,10 +76,19 @@ class MCPBackend(Backend):
             try:
                 await self._connect_and_serve()
                 backoff = INITIAL_BACKOFF
-            except asyncio.CancelledError:
-                raise
+            except asyncio.CancelledError as cancelled:
+                task = asyncio.current_task()
+                if self._stopping or (task is not None and task.cancelling()):
+                    raise
+                # Not our cancellation: the transport's task group (an anyio cancel scope hosted by this
+                # task) failed, e.g. an HTTP server went away. That is a lost connection: reconnect.
+                message = _describe_error(
+                    ConnectionError(self.last_error or f"connection lost ({cancelled})")
+                )
+                self._set_status("failed" if not self._ready.is_set() else "reconnecting", message)
+                logger.warning("backend %s: %s (retrying in %.1fs)", self.name, message, backoff)
             except BaseException as error:  # noqa: BLE001 - any failure of a backend is a status, not a crash
-                message = _describe_error(error)
+                message = _describe_error(error, self._http_error)
                 first = not self._ready.is_set()
                 self._set_status("failed" if first else "reconnecting", message)
                 logger.warning("backend %s: %s (retrying in %.1fs)", self.name, message, backoff)
@@ -111,13 +126,31 @@ class MCPBackend(Backend):
             params = StdioServerParameters(
                 command=config.command, args=config.args, env=_child_env(config.env), cwd=config.cwd
             )
-            target: Any = stdio_client(params, errlog=self._errlog)
+            target: Any = stdio_client(params, errlog=_subprocess_stream(self._errlog))
         else:
-            http = create_mcp_http_client(headers=dict(config.headers)) if config.headers else None
-            target = streamable_http_client(config.url or "", http_client=http)
+            target = self._http_transport(config.url or "", dict(config.headers))
         client = Client(target, message_handler=self._on_message, cache=None)
         await client.__aenter__()
         return client
+
+    @contextlib.asynccontextmanager
+    async def _http_transport(self, url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+        """Streamable HTTP on an HTTP client we own: closed with the connection (the SDK leaves a client it
+        is given open), and remembering the last HTTP error status, which the SDK's error does not name."""
+        self._http_error = None
+
+        async def remember(
+            response: Any,
+        ) -> None:  # the latest answer only: a failed probe may be followed by success
+            failed = response.status_code >= 400
+            self._http_error = (
+                f"HTTP {response.status_code} {response.reason_phrase}".strip() if failed else None
+            )
+
+        async with create_mcp_http_client(headers=headers or None) as http:
+            http.event_hooks["response"].append(remember)
+            async with streamable_http_client(url, http_client=http) as streams:
+                yield streams
 
     async def _watch(self, client: Client) -> None:
         """Return when the connection is lost (or the backend stops)."""
@@ -174,23 +207,28 @@ class MCPBackend(Backend):
             self._schedule_refresh()
 
     def _schedule_refresh(self) -> None:
+        self._refresh_wanted = True  # a change announced during a refresh gets a refresh of its own
         if self._refresh_task is None or self._refresh_task.done():
             self._refresh_task = asyncio.create_task(self._refresh_after_change())
 
     async def _refresh_after_change(self) -> None:
-        client = self._client
-        if client is None:
-            return
-        try:
-            await self._refresh_lists(client)
-        except Exception as error:  # noqa: BLE001
-            logger.warning("backend %s: refreshing lists failed: %s", self.name, _describe_error(error))
-            return
-        self._changed()
+        while self._refresh_wanted:
+            self._refresh_wanted = False
+            client = self._client
+            if client is None:
+                return
+            try:
+                await self._refresh_lists(client)
+            except Exception as error:  # noqa: BLE001
+                logger.warning("backend %s: refreshing lists failed: %s", self.name, _describe_error(error))
+                return
+            self._changed()
 
     async def _refresh_lists(self, client: Client) -> None:
         caps = client.server_capabilities
-        self.tools = await _all_pages(lambda cursor: client.list_tools(cursor=cursor, cache_mode="refresh"), "tools")
+        self.tools = await _all_pages(
+            lambda cursor: client.list_tools(cursor=cursor, cache_mode="refresh"), "tools"
+        )
         if caps.resources is not None:
             self.resources = await _all_pages(
                 lambda cursor: client.list_resources(cursor=cursor, cache_mode="refresh"), "resources"
@@ -236,13 +274,15 @@ class MCPBackend(Backend):
         except (OSError, EOFError) as error:
             return self._connection_lost(error)
         except Exception as error:  # noqa: BLE001 - garbage from a backend must not end the session
-            return error_result(f"backend {self.name!r} returned an invalid answer for {name!r}: {error}")
+            return error_result(
+                f"backend {self.name!r} returned an invalid answer for {name!r}: {_brief(error)}"
+            )
 
     async def _call(
         self, client: Client, name: str, arguments: dict[str, Any], limit: float, progress: Any
     ) -> types.CallToolResult:
         async with asyncio.timeout(limit):
-            return await client.call_tool(name, arguments, progress_callback=progress)
+            return _unstamped(await client.call_tool(name, arguments, progress_callback=progress))
 
     def _connection_lost(self, error: BaseException) -> types.CallToolResult:
         self.last_error = _describe_error(error)
@@ -252,12 +292,12 @@ class MCPBackend(Backend):
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         client = self._require_client()
         async with asyncio.timeout(self.config.timeout):
-            return await client.read_resource(uri)
+            return _unstamped(await client.read_resource(uri))
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         client = self._require_client()
         async with asyncio.timeout(self.config.timeout):
-            return await client.get_prompt(name, arguments)
+            return _unstamped(await client.get_prompt(name, arguments))
 
     def _require_client(self) -> Client:
         if self._client is None:
@@ -275,6 +315,35 @@ def _child_env(env: dict[str, str]) -> dict[str, str]:
         return dict(env)
     bin_dir = os.path.dirname(sys.executable)
     return {**env, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", os.defpath)])}
+
+
+def _brief(error: Exception) -> str:
+    """One line for an agent: pydantic's multi-line report becomes `field: problem; ...`."""
+    if isinstance(error, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'result'}: {e['msg']}" for e in error.errors())
+    return str(error) or type(error).__name__
+
+
+def _subprocess_stream(stream: Any) -> Any:
+    """A stream a child process can write its stderr to: it needs a real file descriptor, which a
+    replaced `sys.stderr` (Jupyter, pytest capture, Click's test runner) does not have."""
+    for candidate in (stream, sys.__stderr__):
+        try:
+            if candidate is not None and candidate.fileno() >= 0:
+                return candidate
+        except (AttributeError, OSError, ValueError):
+            continue
+    return subprocess.DEVNULL
+
+
+def _unstamped(result: _R) -> _R:
+    """Drop the backend's `serverInfo` stamp: to our clients the server is the gateway, which stamps its own
+    (2026-07-28 only), so a backend's identity must not leak into results, least of all to legacy clients."""
+    meta = result.meta
+    if isinstance(meta, dict) and SERVER_INFO_META_KEY in meta:
+        rest = {key: value for key, value in meta.items() if key != SERVER_INFO_META_KEY}
+        result.meta = rest or None
+    return result
 
 
 async def _all_pages(fetch: Callable[[str | None], Any], attribute: str) -> list[Any]:
@@ -297,10 +366,18 @@ def _is_connection_error(error: BaseException) -> bool:
     return any(marker in text for marker in _CONNECTION_MARKERS)
 
 
-def _describe_error(error: BaseException) -> str:
+def _describe_error(error: BaseException, http_error: str | None = None) -> str:
     """One readable line for a connection failure, unwrapping exception groups."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
+    if http_error is not None and isinstance(error, MCPError):  # the SDK's error does not name the status
+        status = http_error.split()[1]
+        hint = {
+            "401": " (check the backend's headers and credentials)",
+            "403": " (check the backend's headers and credentials)",
+            "404": " (is the url the server's MCP endpoint, e.g. ending in /mcp?)",
+        }.get(status, "")
+        return f"the server answered {http_error}{hint}"
     if isinstance(error, FileNotFoundError):
         return f"command not found: {error.filename or error}"
     if isinstance(error, TimeoutError):

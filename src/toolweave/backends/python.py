@@ -106,7 +106,9 @@ def _arguments_model(fn: Callable[..., Any], docs: dict[str, str]) -> type[BaseM
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
         fields[parameter.name] = (annotation, Field(default, description=docs.get(parameter.name)))
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-    return create_model(f"{fn.__name__}_arguments", __config__=config, **fields)
+    # `__module__` lets pydantic resolve string annotations (`from __future__ import annotations`)
+    # against the tool's own module, including types defined after the function
+    return create_model(f"{fn.__name__}_arguments", __config__=config, __module__=fn.__module__, **fields)
 
 
 _SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?):\s*$")
@@ -120,7 +122,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     section: str | None = None
     current: str | None = None
     for line in doc.splitlines():
-        header = _SECTION.match(line.strip() + ("" if line.strip().endswith(":") else ""))
+        header = _SECTION.match(line.strip())
         if header and not line.startswith(" "):
             section, current = header.group(1), None
             continue
@@ -154,13 +156,16 @@ class PythonBackend(Backend):
             module = importlib.import_module(self.config.python or "")
             specs = tools_of(module)
             if not specs:
-                raise LookupError(f"module {self.config.python!r} has no functions marked with @toolweave.tool")
+                raise LookupError(
+                    f"module {self.config.python!r} has no functions marked with @toolweave.tool"
+                )
+            tools = [_definition(spec) for spec in specs]
         except Exception as error:  # noqa: BLE001 - a bad module is a backend status, not a crash
             self._set_status("failed", f"cannot load python module {self.config.python!r}: {error}")
             self._ready.set()
             return
         self._specs = {spec.name: spec for spec in specs}
-        self.tools = [spec.definition() for spec in specs]
+        self.tools = tools
         self._set_status("connected")
         self._ready.set()
 
@@ -195,6 +200,13 @@ class PythonBackend(Backend):
         except Exception as error:  # noqa: BLE001 - a tool's exception is the agent's error result
             return error_result(f"{name} failed: {error}")
         return to_result(value)
+
+
+def _definition(spec: ToolSpec) -> types.Tool:
+    try:
+        return spec.definition()
+    except Exception as error:
+        raise TypeError(f"tool {spec.name!r}: cannot build its input schema: {error}") from error
 
 
 def to_result(value: Any) -> types.CallToolResult:

@@ -8,6 +8,9 @@ from collections.abc import Iterable
 
 import re2
 
+_QUIET = re2.Options()
+_QUIET.log_errors = False  # a bad pattern is reported as a config problem, not logged by RE2 on stderr
+
 
 class PatternSet:
     """Compiled once; `matches(name)` is a single regex search on the hot path."""
@@ -17,7 +20,9 @@ class PatternSet:
     def __init__(self, patterns: Iterable[str]) -> None:
         self.patterns = tuple(patterns)
         parts = [_source(p) for p in self.patterns]
-        self._regex = re2.compile("|".join(f"(?:{part})" for part in parts)) if parts else None
+        self._regex = (
+            re2.compile("|".join(f"(?:{part})" for part in parts), options=_QUIET) if parts else None
+        )
 
     def __bool__(self) -> bool:
         return self._regex is not None
@@ -32,9 +37,12 @@ def pattern_problem(pattern: str) -> str | None:
         return "a pattern must be a non-empty string"
     source = _source(pattern)
     try:
-        re2.compile(source)
+        re2.compile(source, options=_QUIET)
     except re2.error as error:
-        return f"invalid regular expression {pattern!r}: {error}"
+        detail = error.args[0] if error.args else error
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        return f"invalid regular expression {pattern!r}: {detail}"
     except re.error as error:
         return f"invalid pattern {pattern!r}: {error}"
     return None

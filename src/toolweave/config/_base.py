@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 BACKEND_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 EXPOSED_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -60,8 +60,23 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-Duration = Annotated[float, BeforeValidator(parse_duration), PlainSerializer(format_duration, return_type=str)]
+Duration = Annotated[
+    float, BeforeValidator(parse_duration), PlainSerializer(format_duration, return_type=str)
+]
 """Seconds as a float; accepts `30s`, `500ms`, `5m`, `1h` or plain numbers in config."""
+
+
+def _check_pattern(value: str) -> str:
+    from toolweave.catalog.patterns import pattern_problem  # lazy: the catalog package imports config
+
+    problem = pattern_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Pattern = Annotated[str, AfterValidator(_check_pattern)]
+"""A name pattern (shell glob, or `re:` + RE2 regex), checked when the config is loaded."""
 
 
 def split_tool_ref(ref: str) -> tuple[str, str] | None:

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from toolweave.config._base import split_tool_ref
 from toolweave.config.errors import ConfigError, ConfigIssue, issues_from_validation, join_path
 from toolweave.config.fanout import FanoutDef
 from toolweave.config.models import Config
@@ -19,7 +20,11 @@ from toolweave.config.router import RouterDef
 from toolweave.config.workflow import WorkflowDef
 
 DEFAULT_CONFIG_NAME = "toolweave.toml"
-COMPOSITE_MODELS: dict[str, type[BaseModel]] = {"fanout": FanoutDef, "router": RouterDef, "workflow": WorkflowDef}
+COMPOSITE_MODELS: dict[str, type[BaseModel]] = {
+    "fanout": FanoutDef,
+    "router": RouterDef,
+    "workflow": WorkflowDef,
+}
 TOOLHIVE_KIND = "VirtualMCPCompositeToolDefinition"
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -60,16 +65,24 @@ def parse_config(
     except ValidationError as error:
         own_issues.extend(issues_from_validation(error))
         config = None
-    composites = load_composites(composite_raw, base_dir, own_issues)
+    paths: list[str] = []
+    composites = load_composites(composite_raw, base_dir, own_issues, paths)
     if config is not None:
         config = config.model_copy(update={"composite_tools": composites})
-        own_issues.extend(cross_check(config))
+        backends = [(backend.name, backend.namespace) for backend in config.backends]
+        separator = config.gateway.separator
+    else:  # still report duplicates and unknown references now, not after the other fixes
+        backends, separator = _raw_backends(data)
+    own_issues.extend(_cross_check(backends, separator, composites, paths))
     if issues is None and own_issues:
         raise ConfigError(own_issues, source)
     return config
 
 
-def load_composites(entries: Any, base_dir: Path, issues: list[ConfigIssue]) -> list[BaseModel]:
+def load_composites(
+    entries: Any, base_dir: Path, issues: list[ConfigIssue], paths: list[str] | None = None
+) -> list[BaseModel]:
+    """Validate composite definitions; `paths`, when given, receives each returned model's config path."""
     if not isinstance(entries, list):
         issues.append(ConfigIssue("composite_tools", "must be a list of composite tool definitions"))
         return []
@@ -77,15 +90,19 @@ def load_composites(entries: Any, base_dir: Path, issues: list[ConfigIssue]) -> 
     for index, entry in enumerate(entries):
         path = join_path("composite_tools", index)
         if isinstance(entry, Mapping) and set(entry) == {"file"}:
-            out.extend(_load_composite_file(entry["file"], base_dir, path, issues))
+            out.extend(_load_composite_file(entry["file"], base_dir, path, issues, paths))
         else:
             model = parse_composite(entry, path, issues)
             if model is not None:
                 out.append(model)
+                if paths is not None:
+                    paths.append(path)
     return out
 
 
-def _load_composite_file(file_value: Any, base_dir: Path, path: str, issues: list[ConfigIssue]) -> list[BaseModel]:
+def _load_composite_file(
+    file_value: Any, base_dir: Path, path: str, issues: list[ConfigIssue], paths: list[str] | None = None
+) -> list[BaseModel]:
     if not isinstance(file_value, str) or not file_value:
         issues.append(ConfigIssue(join_path(path, "file"), "must be a path to a YAML file"))
         return []
@@ -107,6 +124,8 @@ def _load_composite_file(file_value: Any, base_dir: Path, path: str, issues: lis
             model = parse_composite(item, where, issues)
             if model is not None:
                 out.append(model)
+                if paths is not None:
+                    paths.append(where)
     return out
 
 
@@ -161,29 +180,88 @@ def parse_composite(entry: Any, path: str, issues: list[ConfigIssue]) -> BaseMod
 
 def cross_check(config: Config) -> list[ConfigIssue]:
     """Problems across sections: duplicate names, references to unknown backends."""
+    backends = [(backend.name, backend.namespace) for backend in config.backends]
+    paths = [join_path("composite_tools", index) for index in range(len(config.composite_tools))]
+    return _cross_check(backends, config.gateway.separator, config.composite_tools, paths)
+
+
+def _raw_backends(data: Mapping[str, Any]) -> tuple[list[tuple[Any, bool]], str]:
+    """(name, namespace) of each backend entry and the separator, read from a document that failed validation."""
+    entries = data.get("backends")
+    backends = [
+        (entry.get("name"), entry.get("namespace") is not False)
+        if isinstance(entry, Mapping)
+        else (None, True)
+        for entry in (entries if isinstance(entries, list) else [])
+    ]
+    gateway = data.get("gateway")
+    separator = gateway.get("separator") if isinstance(gateway, Mapping) else None
+    return backends, separator if isinstance(separator, str) and separator else "__"
+
+
+def _cross_check(
+    backends: list[tuple[Any, bool]], separator: str, composites: list[Any], paths: list[str]
+) -> list[ConfigIssue]:
+    """`paths[i]` is where `composites[i]` is in the file (invalid definitions are not in `composites`)."""
     issues: list[ConfigIssue] = []
     seen: dict[str, int] = {}
-    for index, backend in enumerate(config.backends):
-        if backend.name in seen:
+    for index, (name, _namespace) in enumerate(backends):
+        if not isinstance(name, str):
+            continue
+        if name in seen:
             issues.append(
                 ConfigIssue(
                     join_path("backends", index, "name"),
-                    f"duplicate backend name {backend.name!r} (also backends[{seen[backend.name]}])",
+                    f"duplicate backend name {name!r} (also backends[{seen[name]}])",
                 )
             )
-        seen.setdefault(backend.name, index)
-    names: dict[str, int] = {}
-    for index, composite in enumerate(config.composite_tools):
+        seen.setdefault(name, index)
+    names: dict[str, str] = {}
+    for path, composite in zip(paths, composites, strict=True):
         name = composite.name  # type: ignore[attr-defined]
         if name in names:
             issues.append(
                 ConfigIssue(
-                    join_path("composite_tools", index, "name"),
-                    f"duplicate composite tool name {name!r} (also composite_tools[{names[name]}])",
+                    join_path(path, "name"), f"duplicate composite tool name {name!r} (also {names[name]})"
                 )
             )
-        names.setdefault(name, index)
+        names.setdefault(name, path)
+    known = sorted(seen)
+    prefixes = tuple(f"{name}{separator}" for name in known)
+    bare_names = any(not namespace for _name, namespace in backends)
+    for path, composite in zip(paths, composites, strict=True):
+        for where, reference in _tool_references(composite):
+            parts = split_tool_ref(reference) if "{{" not in reference else None
+            if parts is None or parts[0] in seen:
+                continue
+            # `backend.tool` is also how an exposed name with a dot looks (`docs__search.v2`)
+            dotted_exposed = "/" not in reference and (bare_names or reference.startswith(prefixes))
+            if not dotted_exposed:
+                issues.append(
+                    ConfigIssue(
+                        join_path(path, where),
+                        f"{reference!r} names unknown backend {parts[0]!r} "
+                        f"(known backends: {', '.join(known) or 'none'})",
+                    )
+                )
     return issues
+
+
+def _tool_references(composite: Any) -> list[tuple[str, str]]:
+    """(relative path, `backend/tool` or exposed name) of every tool a composite definition calls."""
+    found: list[tuple[str, str]] = []
+    for index, tool in enumerate(getattr(composite, "tools", None) or []):
+        if isinstance(tool, str):
+            found.append((f"tools[{index}]", tool))
+    for field in ("targets", "operations", "steps"):
+        for index, item in enumerate(getattr(composite, field, None) or []):
+            tool = getattr(item, "tool", None)
+            if isinstance(tool, str):
+                found.append((f"{field}[{index}].tool", tool))
+            inner = getattr(getattr(item, "step", None), "tool", None)
+            if isinstance(inner, str):
+                found.append((f"{field}[{index}].step.tool", inner))
+    return found
 
 
 # -- documents ---------------------------------------------------------------
@@ -234,7 +312,9 @@ def expand_env(value: Any, path: str, issues: list[ConfigIssue]) -> Any:
                 return found
             if default is not None:
                 return default
-            issues.append(ConfigIssue(path, f"environment variable {name} is not set (use ${{{name}:-default}})"))
+            issues.append(
+                ConfigIssue(path, f"environment variable {name} is not set (use ${{{name}:-default}})")
+            )
             return ""
 
         return _ENV_RE.sub(replace, value)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from toolweave.config._base import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, StrictModel
+from toolweave.config._base import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, Pattern, StrictModel
 
 
 class GatewayConfig(StrictModel):
@@ -28,6 +28,8 @@ class GatewayConfig(StrictModel):
     startup_timeout: Duration = 10.0
     """How long `serve` waits for backends before it starts serving anyway."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
+    """`json`: one JSON object per log line (for log shippers); same as `serve --log-json`."""
 
     @field_validator("separator")
     @classmethod
@@ -76,8 +78,8 @@ class BackendConfig(StrictModel):
     max_concurrency: int | None = Field(default=None, ge=1)
     concurrent: bool = False
     """Promote every mutating tool of this backend to the concurrent-mutation pool."""
-    expose: list[str] = Field(default_factory=list)
-    hide: list[str] = Field(default_factory=list)
+    expose: list[Pattern] = Field(default_factory=list)
+    hide: list[Pattern] = Field(default_factory=list)
     read_only_only: bool = False
     hide_destructive: bool = False
     tools: dict[str, ToolOverride] = Field(default_factory=dict)
@@ -119,16 +121,16 @@ class PolicyRule(StrictModel):
 
     tenant: str | None = None
     scope: str | None = None
-    allow: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: list[Pattern] = Field(default_factory=list)
+    deny: list[Pattern] = Field(default_factory=list)
 
 
 class PolicyConfig(StrictModel):
-    allow: list[str] = Field(default_factory=list)
+    allow: list[Pattern] = Field(default_factory=list)
     """When non-empty, only matching tools may be called."""
-    deny: list[str] = Field(default_factory=list)
+    deny: list[Pattern] = Field(default_factory=list)
     rules: list[PolicyRule] = Field(default_factory=list)
-    approval: list[str] = Field(default_factory=list)
+    approval: list[Pattern] = Field(default_factory=list)
     """Tools that need the user's yes (asked by elicitation) before they run."""
     approve_destructive: bool = False
     concurrent_width: int = Field(default=10, ge=1)

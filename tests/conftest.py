@@ -1,0 +1,121 @@
+"""Shared fixtures: config files, started gateways, a streamable HTTP test server, the MCP front over HTTP.
+
+Every subprocess a fixture starts is stopped when the test (or session) ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+import yaml
+
+from tw_testing import SERVERS, OpenGateway, ServeGateway, WriteConfig, free_port, http_testserver
+
+if str(SERVERS) not in sys.path:  # the in-process python backend module lives there
+    sys.path.insert(0, str(SERVERS))
+
+from toolweave import Gateway
+from toolweave.backends import mcp as mcp_backend
+from toolweave.config import Config, parse_config
+from toolweave.server import create_app
+
+
+@pytest.fixture(autouse=True)
+def _fast_reconnects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backends retry after 50 ms (not 250 ms doubling to 30 s) so restart tests stay fast."""
+    monkeypatch.setattr(mcp_backend, "INITIAL_BACKOFF", 0.05)
+    monkeypatch.setattr(mcp_backend, "MAX_BACKOFF", 0.2)
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> WriteConfig:
+    """`write_config(data_or_text, suffix=".yaml")` → a config file path (dicts are dumped as YAML)."""
+    count = 0
+
+    def write(content: dict[str, Any] | str, suffix: str = ".yaml") -> Path:
+        nonlocal count
+        count += 1
+        path = tmp_path / f"toolweave-{count}{suffix}"
+        if isinstance(content, str):
+            path.write_text(content)
+        elif suffix == ".json":
+            path.write_text(json.dumps(content))
+        else:
+            path.write_text(yaml.safe_dump(content, sort_keys=False))
+        return path
+
+    return write
+
+
+@pytest.fixture
+async def open_gateway() -> AsyncIterator[OpenGateway]:
+    """`await open_gateway(config_or_dict, **Gateway options)` → a started gateway, stopped after the test."""
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def open_(cfg: Config | dict[str, Any], **options: Any) -> Gateway:
+            if not isinstance(cfg, Config):
+                parsed = parse_config(cfg)
+                assert parsed is not None
+                cfg = parsed
+            return await stack.enter_async_context(Gateway(cfg, **options))
+
+        yield open_
+
+
+@pytest.fixture(scope="session")
+def http_server_url() -> Iterator[str]:
+    """tests/servers/testserver.py over streamable HTTP on a free loopback port, for the whole session.
+
+    Shared: tests that change its state (add_tool) use names no other test uses.
+    """
+    with http_testserver(TESTSERVER_NAME="httpserver") as (url, _process):
+        yield url
+
+
+@pytest.fixture
+async def serve_gateway() -> AsyncIterator[ServeGateway]:
+    """`url = await serve_gateway(gateway)`: the ASGI app of `create_app` under uvicorn on loopback.
+
+    The gateway is started and stopped by the app's lifespan unless it is already started.
+    """
+    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
+
+    async def serve(gateway: Gateway, **app_options: Any) -> str:
+        app_options.setdefault("start_gateway", not gateway._started)
+        app = create_app(gateway, **app_options)
+        port = free_port()
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host="127.0.0.1",
+                port=port,
+                log_level="warning",
+                lifespan="on",
+                timeout_graceful_shutdown=2,
+            )
+        )
+        server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]  # pytest owns signals
+        task = asyncio.create_task(server.serve())
+        servers.append((server, task))
+        async with asyncio.timeout(15):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("uvicorn stopped before it started")
+                await asyncio.sleep(0.01)
+        return f"http://127.0.0.1:{port}/mcp"
+
+    yield serve
+    for server, _task in servers:
+        server.should_exit = True
+    for _server, task in servers:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
