@@ -1,0 +1,130 @@
+"""Turning catalog entries, stored rows and run records into API bodies (camelCase, no secrets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from pydantic import BaseModel
+
+from toolweave.catalog.catalog import Entry
+from toolweave.export import export_tool
+from toolweave.gateway import Gateway
+from toolweave.results import result_to_dict
+from toolweave.runs import RunRecord
+from toolweave.server.api.models import AiTool, CallResult, CompositeDetail, RunOut, StepOut
+from toolweave.server.definitions import DefinitionService
+from toolweave.store import StoredComposite
+
+
+def visible(gateway: Gateway, entry: Entry, tenant: str | None) -> bool:
+    """Listed for this tenant: not hidden, and shared or the tenant's own."""
+    owner = gateway.owner_of(entry.name)
+    return not entry.hidden and (owner is None or owner == tenant)
+
+
+def used_in(gateway: Gateway, name: str, tenant: str | None) -> list[str]:
+    """The composites calling `name` that this tenant can see (another tenant's are not its business)."""
+    return [c for c in gateway.catalog.used_in.get(name, []) if gateway.owner_of(c) in (None, tenant)]
+
+
+def ai_tool(gateway: Gateway, entry: Entry, tenant: str | None, stored: StoredComposite | None) -> AiTool:
+    tool = entry.tool
+    composite = entry.composite is not None
+    source = "backend" if not composite else ("api" if stored is not None else "file")
+    return AiTool(
+        name=entry.name,
+        type="composite" if composite else "simple",
+        kind=entry.kind,  # type: ignore[arg-type]
+        source=source,  # type: ignore[arg-type]
+        status=stored.status if stored is not None else "active",  # type: ignore[arg-type]
+        id=stored.id if stored is not None else None,
+        title=tool.title,
+        description=tool.description or "",
+        backend=entry.backend.name if entry.backend is not None else None,
+        inputSchema=dict(tool.input_schema) if tool.input_schema is not None else None,
+        usedIn=used_in(gateway, entry.name, tenant),
+    )
+
+
+def unserved_ai_tool(row: StoredComposite) -> AiTool:
+    return AiTool(
+        name=row.name,
+        type="composite",
+        kind=row.kind,  # type: ignore[arg-type]
+        source="api",
+        status=row.status,  # type: ignore[arg-type]
+        id=row.id,
+        description=str(row.definition.get("description") or ""),
+        validationErrors=list(row.validation_errors or ()),
+    )
+
+
+def mcp_tool(entry: Entry | None) -> dict[str, Any] | None:
+    return export_tool(entry.tool, "mcp") if entry is not None else None
+
+
+def stored_detail(service: DefinitionService, row: StoredComposite) -> CompositeDetail:
+    entry = service.served_entry(row)
+    return CompositeDetail(
+        id=row.id,
+        name=row.name,
+        kind=row.kind,
+        status=row.status,  # type: ignore[arg-type]
+        source="api",
+        readOnly=False,
+        tenant=row.tenant,
+        version=row.version,
+        served=entry is not None,
+        definition=row.definition,
+        validationErrors=list(row.validation_errors or ()),
+        tool=mcp_tool(entry),
+        usedTools=sorted(entry.composite.references) if entry is not None and entry.composite else [],
+        createdAt=row.created_at,
+        updatedAt=row.updated_at,
+    )
+
+
+def file_detail(gateway: Gateway, model: BaseModel) -> CompositeDetail:
+    name: str = model.name  # type: ignore[attr-defined]
+    entry = gateway.catalog.get(name)
+    served = entry is not None and entry.composite is not None and gateway.owner_of(name) is None
+    problems = gateway.catalog.degraded.get(name, [])
+    return CompositeDetail(
+        id=name,
+        name=name,
+        kind=model.kind,  # type: ignore[attr-defined]
+        status="active" if served else "degraded",
+        source="file",
+        readOnly=True,
+        served=served,
+        definition=model.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+        validationErrors=list(problems),
+        tool=mcp_tool(entry) if served else None,
+        usedTools=sorted(entry.composite.references) if served and entry and entry.composite else [],
+    )
+
+
+def call_result(result: types.CallToolResult) -> CallResult:
+    return CallResult.model_validate(result_to_dict(result))
+
+
+def run_out(record: RunRecord) -> RunOut:
+    return RunOut(
+        id=record.id,
+        tool=record.tool,
+        kind=record.kind,
+        tenant=record.tenant,
+        status=record.status,
+        arguments=dict(record.arguments),
+        operation=record.operation,
+        reason=record.reason,
+        steps=[
+            StepOut(id=s.id, status=s.status, attempts=s.attempts, latencyMs=s.latency_ms, error=s.error)
+            for s in record.steps
+        ],
+        error=record.error,
+        latencyMs=record.latency_ms,
+        startedAt=record.started_at,
+        finishedAt=record.finished_at,
+    )

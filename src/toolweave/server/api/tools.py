@@ -1,0 +1,66 @@
+"""`GET /ai-tools` (every tool with type badges and `usedIn`) and `POST /tools/{name}/call`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Depends, Path, Query
+
+from toolweave.executor.executor import CALL_TOOL, FIND_TOOLS, Session, ToolExecutor
+from toolweave.results import joined_text
+from toolweave.server.api import present
+from toolweave.server.api.deps import CALL, READ, definitions, require, runtime
+from toolweave.server.api.errors import ApiError
+from toolweave.server.api.models import AiToolList, CallResult
+from toolweave.server.definitions import DefinitionService
+from toolweave.server.runtime import ServerRuntime
+
+router = APIRouter(tags=["tools"])
+
+
+@router.get("/ai-tools", response_model=AiToolList, summary="Every tool: backend tools and composites")
+async def list_ai_tools(
+    type: Annotated[Literal["simple", "composite"] | None, Query(description="Only this type")] = None,
+    caller: Session = Depends(require(READ)),
+    rt: ServerRuntime = Depends(runtime),
+    service: DefinitionService = Depends(definitions),
+) -> AiToolList:
+    """Backend tools are `simple` (with `usedIn`: the composites calling them); fan-outs, routers and
+    workflows are `composite`. API-defined composites that are not served (draft, disabled,
+    degraded) are listed too, with their status."""
+    gateway = rt.gateway
+    rows = {row.name: row for row in await service.repo.list(caller.tenant)}
+    tools = []
+    for entry in gateway.catalog.entries.values():
+        if not present.visible(gateway, entry, caller.tenant):
+            continue
+        if type is not None and (entry.composite is not None) != (type == "composite"):
+            continue
+        stored = rows.pop(entry.name, None) if entry.composite is not None else None
+        if stored is not None and gateway.owner_of(entry.name) != stored.tenant:
+            stored = None
+        tools.append(present.ai_tool(gateway, entry, caller.tenant, stored))
+    if type in (None, "composite"):
+        listed = {tool.name for tool in tools}
+        tools.extend(present.unserved_ai_tool(row) for row in rows.values() if row.name not in listed)
+    return AiToolList(tools=tools)
+
+
+@router.post("/tools/{name}/call", response_model=CallResult, summary="Call any tool by its exposed name")
+async def call_tool(
+    name: Annotated[str, Path(max_length=500)],
+    arguments: Annotated[dict[str, Any] | None, Body(description="The tool's arguments")] = None,  # type: ignore[assignment]
+    caller: Session = Depends(require(CALL)),
+    rt: ServerRuntime = Depends(runtime),
+) -> CallResult:
+    """The result is the MCP `CallToolResult` (camelCase). A tool failure is a 200 with `isError: true`;
+    an unknown tool is a 404."""
+    gateway = rt.gateway
+    catalog = gateway.catalog
+    entry = catalog.get(name)
+    searchable = catalog.index is not None and name in (FIND_TOOLS, CALL_TOOL) and entry is None
+    executor = ToolExecutor(gateway, caller)
+    result = await executor.call(name, arguments if arguments is not None else {})
+    if not searchable and (entry is None or not present.visible(gateway, entry, caller.tenant)):
+        raise ApiError(404, "unknown_tool", joined_text(result))
+    return present.call_result(result)

@@ -1,0 +1,163 @@
+"""API key authentication for `/mcp`, `/api/v1` and (off loopback) `/metrics`, as pure ASGI middleware.
+
+The caller's identity becomes a `Session(tenant, scopes)` in
+`scope["toolweave.session"]`, where the MCP front and the REST API read it.
+
+Hot path: every MCP message is an HTTP request, so a key is verified
+against the database once and then served from a small in-process cache
+keyed by the key's SHA-256 (the plaintext is never kept), for
+`CACHE_SECONDS`. Revoking a key in this process (`KeyCache.forget_key`)
+takes effect at once; a key revoked elsewhere (the CLI, another gateway)
+stops working within `CACHE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from toolweave.executor.executor import Session
+from toolweave.server.mcp_front import SESSION_SCOPE_KEY
+from toolweave.store import ApiKeyInfo, KeyRepository
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+ALL_SCOPES = frozenset({"tools:read", "tools:call", "tools:admin"})
+CACHE_SECONDS = 10.0
+"""How long a verified (or rejected) key is trusted without asking the database again."""
+CACHE_SIZE = 4096
+PROTECTED_PREFIXES = ("/mcp", "/api/v1")
+METRICS_PATH = "/metrics"
+
+
+def local_session() -> Session:
+    """Who calls when auth is off: the operator, with every scope and no tenant."""
+    return Session(tenant=None, scopes=ALL_SCOPES, label="local")
+
+
+class KeyCache:
+    """Verified keys by SHA-256, briefly; failures are cached too so a bad key cannot hammer the database."""
+
+    def __init__(self, keys: KeyRepository, ttl: float = CACHE_SECONDS, size: int = CACHE_SIZE) -> None:
+        self._keys = keys
+        self._ttl = ttl
+        self._size = size
+        self._entries: OrderedDict[str, tuple[float, ApiKeyInfo | None]] = OrderedDict()
+
+    async def verify(self, plaintext: str) -> ApiKeyInfo | None:
+        digest = hashlib.sha256(plaintext.encode()).hexdigest()
+        now = time.monotonic()
+        found = self._entries.get(digest)
+        if found is not None and found[0] > now:
+            return found[1]
+        info = await self._keys.verify(plaintext)
+        self._entries[digest] = (now + self._ttl, info)
+        self._entries.move_to_end(digest)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+        return info
+
+    def forget_key(self, key_id: str) -> None:
+        """Drop a key (revoked in this process) so its next request is checked again."""
+        for digest, (_expiry, info) in list(self._entries.items()):
+            if info is not None and info.id == key_id:
+                self._entries.pop(digest, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def session_for(info: ApiKeyInfo) -> Session:
+    return Session(tenant=info.tenant, scopes=frozenset(info.scopes), label=f"key:{info.prefix}")
+
+
+def is_loopback_client(scope: Scope) -> bool:
+    client = scope.get("client")
+    host = client[0] if client else None
+    if not host:
+        return False
+    if host in ("localhost", "testclient", "testserver"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _protected(path: str) -> bool:
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in PROTECTED_PREFIXES)
+
+
+def bearer_token(scope: Scope) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            text = value.decode("latin-1").strip()
+            kind, _, token = text.partition(" ")
+            if kind.lower() == "bearer" and token.strip():
+                return token.strip()
+            return None
+    return None
+
+
+class AuthMiddleware:
+    """Puts the caller's Session into the scope; answers 401 itself when a key is required and missing or bad.
+
+    `/openapi.json` and `/docs` stay public (they describe the API, they do
+    not open it). `/metrics` is public to loopback clients; others need a
+    key with `tools:read` when auth is required.
+    """
+
+    def __init__(self, app: ASGIApp, *, required: bool, cache: Callable[[], KeyCache | None]) -> None:
+        self.app = app
+        self.required = required
+        self._cache = cache
+        self._local = local_session()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        metrics = path == METRICS_PATH
+        if not self.required or not (metrics or _protected(path)):
+            scope[SESSION_SCOPE_KEY] = self._local
+            await self.app(scope, receive, send)
+            return
+        if metrics and is_loopback_client(scope):
+            await self.app(scope, receive, send)
+            return
+        token = bearer_token(scope)
+        if token is None:
+            await _deny(
+                send, 401, "unauthorized", "an API key is required: send 'Authorization: Bearer tw_...'"
+            )
+            return
+        cache = self._cache()
+        info = await cache.verify(token) if cache is not None else None
+        if info is None:
+            await _deny(send, 401, "unauthorized", "the API key is unknown, malformed or revoked")
+            return
+        session = session_for(info)
+        if metrics and "tools:read" not in session.scopes:
+            await _deny(send, 403, "forbidden", "reading metrics needs the tools:read scope")
+            return
+        scope[SESSION_SCOPE_KEY] = session
+        await self.app(scope, receive, send)
+
+
+async def _deny(send: Send, status: int, code: str, message: str) -> None:
+    body = orjson.dumps({"error": {"code": code, "message": message, "problems": []}})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="toolweave"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

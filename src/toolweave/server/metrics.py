@@ -1,0 +1,95 @@
+"""Prometheus metrics: calls, errors and latency, by tool and backend, recorded in ONE place.
+
+The executor calls `Metrics.observe` after every call it dispatched (client
+calls and every inner call of a composite), so nothing is counted twice and
+nothing is missed. Labels come only from the catalog (never from a name a
+client typed), which keeps the number of series bounded. The cost per call
+is a few dict lookups: label children are cached per (tool, backend, kind).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp_types as types
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from toolweave.catalog.catalog import Entry
+
+logger = logging.getLogger("toolweave.calls")
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+COMPOSITE_BACKEND = "(composite)"
+"""The `backend` label of composite tools, which run on no single backend."""
+
+
+class Metrics:
+    """One registry per app, so several gateways (or tests) in one process do not collide."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        labels = ("tool", "backend", "kind")
+        self.calls = Counter("toolweave_tool_calls", "Tool calls", labels, registry=self.registry)
+        self.errors = Counter(
+            "toolweave_tool_errors", "Tool calls whose result was an error", labels, registry=self.registry
+        )
+        self.latency = Histogram(
+            "toolweave_tool_call_seconds",
+            "Tool call latency in seconds",
+            labels,
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.backend_up = Gauge(
+            "toolweave_backend_connected",
+            "1 when the backend is connected",
+            ("backend",),
+            registry=self.registry,
+        )
+        self.tools = Gauge("toolweave_tools", "Tools in the catalog", registry=self.registry)
+        self._children: dict[tuple[str, str, str], tuple[Any, Any, Any]] = {}
+
+    def observe(self, entry: Entry, result: types.CallToolResult, seconds: float) -> None:
+        """The gateway's `call_observer`: must stay cheap and must never raise."""
+        try:
+            key = (
+                entry.name,
+                entry.backend.name if entry.backend is not None else COMPOSITE_BACKEND,
+                entry.kind,
+            )
+            children = self._children.get(key)
+            if children is None:
+                children = (self.calls.labels(*key), self.errors.labels(*key), self.latency.labels(*key))
+                self._children[key] = children
+            calls, errors, latency = children
+            calls.inc()
+            latency.observe(seconds)
+            if result.is_error:
+                errors.inc()
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "tool call",
+                    extra={
+                        "tool": key[0],
+                        "backend": key[1],
+                        "is_error": bool(result.is_error),
+                        "seconds": seconds,
+                    },
+                )
+        except Exception:
+            logger.debug("recording metrics failed", exc_info=True)
+
+    def render(self, gateway: Any) -> tuple[bytes, str]:
+        """The exposition text; backend and catalog gauges are refreshed at scrape time."""
+        for backend in gateway.backends.values():
+            self.backend_up.labels(backend.name).set(1 if backend.status == "connected" else 0)
+        self.tools.set(sum(1 for _ in gateway.catalog.visible()))
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
