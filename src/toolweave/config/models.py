@@ -30,12 +30,26 @@ class GatewayConfig(StrictModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["text", "json"] = "text"
     """`json`: one JSON object per log line (for log shippers); same as `serve --log-json`."""
+    redis_url: str = ""
+    """Redis for the change feed between gateways sharing a database (`""`: LISTEN/NOTIFY or polling)."""
+    sync_interval: Duration = 5.0
+    """How often a gateway sharing its database polls it for changes it missed (0: never)."""
 
     @field_validator("separator")
     @classmethod
     def _separator_is_name_safe(cls, value: str) -> str:
         if not value or not EXPOSED_NAME_RE.match(value) or len(value) > 4:
             raise ValueError("the separator must be 1-4 characters of [a-zA-Z0-9_-] (default '__')")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url_scheme(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                "redis_url must start with redis://, rediss:// or unix:// (or be empty: no Redis)"
+            )
         return value
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,19 +99,42 @@ class DefinitionService:
         self._verdict_task: asyncio.Task[None] | None = None
         self._verdict_again = False
         self._unsubscribe = gateway.on_tools_changed(self._catalog_changed)
+        self.on_change: Callable[[StoredComposite], None] | None = None
+        """Told of every create, update and delete made here (the change feed tells other gateways)."""
 
     # -- startup and catalog changes ---------------------------------------
 
     async def load(self) -> None:
         """Read every stored definition (all tenants), serve the valid active ones, record verdicts."""
-        rows: dict[str, StoredComposite] = {}
-        for tenant in [None, *(t.id for t in await self._tenants.list())]:
-            for row in await self.repo.list(tenant):
-                rows[row.id] = row
         async with self._lock:
-            self._known = {row.id: self._parsed(row) for row in rows.values()}
+            rows = await self.repo.list_all()
+            self._known = {row.id: self._parsed(row) for row in rows}
             await self._apply()
         logger.info("loaded %d composite tool(s) from the database", len(rows))
+
+    async def reload(self) -> bool:
+        """Another gateway sharing the database changed definitions: read them all again and serve
+        what changed (the gateway announces list_changed). True when what is served changed.
+
+        Verdicts are not recorded here: the gateway that made the change recorded its own, and
+        a catalog change caused by the reload re-records them as usual.
+        """
+        async with self._lock:
+            rows = await self.repo.list_all()
+            before = self._serving_key()
+            known: dict[str, _Known] = {}
+            for row in rows:
+                old = self._known.get(row.id)
+                if old is not None and old.stored.version == row.version:  # versions are immutable
+                    known[row.id] = _Known(row, old.model, old.parse_problems)
+                else:
+                    known[row.id] = self._parsed(row)
+            self._known = known
+            if self._serving_key() == before:
+                return False
+            self.gateway.set_definitions(self._served())
+        logger.info("composite tools changed in the database: now serving %d", len(self._serving()))
+        return True
 
     def _parsed(self, row: StoredComposite) -> _Known:
         model, problems = parse_definition(row.definition)
@@ -124,12 +147,30 @@ class DefinitionService:
 
     def _served(self) -> dict[str, tuple[str | None, BaseModel]]:
         served: dict[str, tuple[str | None, BaseModel]] = {}
+        for known in self._serving():
+            if known.model is not None:
+                served[known.stored.name] = (known.stored.tenant, known.model)
+        return served
+
+    def _serving(self) -> list[_Known]:
+        """The definitions handed to the gateway: servable, the oldest of a name first."""
+        served: dict[str, _Known] = {}
         ordered = sorted(self._known.values(), key=lambda k: (k.stored.created_at, k.stored.id))
         for known in ordered:
             row = known.stored
             if row.status in SERVED_STATUSES and known.model is not None and row.name not in served:
-                served[row.name] = (row.tenant, known.model)
-        return served
+                served[row.name] = known
+        return list(served.values())
+
+    def _serving_key(self) -> list[tuple[str, int]]:
+        return [(known.stored.id, known.stored.version) for known in self._serving()]
+
+    def _changed(self, row: StoredComposite) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change(row)
+            except Exception:
+                logger.exception("announcing the change of composite tool %s failed", row.name)
 
     def verdict(self, known: _Known) -> list[str]:
         """Why a stored definition is not served right now (empty: it is served)."""
@@ -215,6 +256,7 @@ class DefinitionService:
             stored = await self.repo.create(tenant, definition, status=status, note=note)
             self._known[stored.id] = _Known(stored, model)
             await self._apply()
+            self._changed(stored)
             return self._known[stored.id].stored
 
     async def update(
@@ -259,6 +301,7 @@ class DefinitionService:
                 model, _problems = parse_definition(stored.definition)
             self._known[stored.id] = _Known(stored, model)
             await self._apply()
+            self._changed(stored)
             return self._known[stored.id].stored
 
     async def delete(self, tool_id: str, tenant: str | None) -> StoredComposite:
@@ -267,6 +310,7 @@ class DefinitionService:
             await self.repo.delete(current.id, tenant)
             self._known.pop(current.id, None)
             await self._apply()
+            self._changed(current)
             return current
 
     # -- validation --------------------------------------------------------

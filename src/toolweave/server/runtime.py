@@ -3,7 +3,8 @@
 Built synchronously (so routes and middleware can hold it), started in the
 app's lifespan, in the event loop that serves requests. `start()` order:
 database (migrated) → run store (recovers interrupted runs) → gateway
-(backends) → stored composite definitions merged into the catalog.
+(backends) → stored composite definitions merged into the catalog → the
+change feed to the other gateways sharing the database (`sync`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from toolweave.server.auth import KeyCache
 from toolweave.server.connections import TenantBackends
 from toolweave.server.definitions import DefinitionService
 from toolweave.server.metrics import Metrics
+from toolweave.server.sync import ChangeFeed, Mode
 from toolweave.store import (
+    ApiKeyInfo,
     CompositeRepository,
     ConnectionRepository,
     Database,
@@ -30,7 +33,12 @@ logger = logging.getLogger("toolweave.server")
 
 class ServerRuntime:
     def __init__(
-        self, gateway: Gateway, *, require_auth: bool = False, database: Database | None = None
+        self,
+        gateway: Gateway,
+        *,
+        require_auth: bool = False,
+        database: Database | None = None,
+        sync: Mode = "auto",
     ) -> None:
         self.gateway = gateway
         self.require_auth = require_auth
@@ -44,10 +52,14 @@ class ServerRuntime:
         self.runs: SqlRunStore | None = None
         self.definitions: DefinitionService | None = None
         self.tenant_backends = TenantBackends(self.connections)
+        self.sync_mode: Mode = sync
+        """`auto` (see `toolweave.server.sync`), `poll` (polling only) or `off`."""
+        self.sync: ChangeFeed | None = None
         self._started_gateway = False
         self.started = False
 
     async def start(self, *, start_gateway: bool = True) -> None:
+        ChangeFeed.check(self.gateway.config.gateway.redis_url, self.db, self.sync_mode)
         await self.db.start()
         self.runs = SqlRunStore(self.db)
         await self.runs.start()
@@ -64,10 +76,35 @@ class ServerRuntime:
             await self.connections.check_key()
         except Exception as error:  # noqa: BLE001 - reported now rather than at the first call; serving goes on
             logger.error("stored connections cannot be read: %s", error)
+        self.sync = ChangeFeed.for_runtime(self, self.sync_mode)
+        if self.sync is not None:
+            feed = self.sync
+            self.definitions.on_change = lambda row: feed.definitions_changed(row.id)
+            await feed.start()
         self.started = True
+
+    # -- changes the other gateways sharing the database must hear of --------
+
+    async def revoke_key(self, key_id: str, tenant: str | None = None) -> ApiKeyInfo:
+        """Revoke a key: refused here at once, and on the other gateways as soon as they hear of it."""
+        info = await self.keys.revoke(key_id, tenant)
+        self.key_cache.forget_key(info.id)
+        if self.sync is not None:
+            self.sync.key_revoked(info.id)
+        return info
+
+    def connection_changed(self, tenant: str | None, backend: str) -> None:
+        """A tenant's connection was stored or deleted: close its session here and everywhere."""
+        self.tenant_backends.forget(tenant, backend)
+        if self.sync is not None:
+            self.sync.connection_changed(tenant, backend)
 
     async def close(self) -> None:
         """Stop in reverse order; each step runs even when an earlier one failed."""
+        if self.sync is not None:
+            with contextlib.suppress(Exception):
+                await self.sync.close()
+            self.sync = None
         if self.definitions is not None:
             with contextlib.suppress(Exception):
                 await self.definitions.close()

@@ -228,6 +228,13 @@ class CompositeRepository:
             rows = (await conn.execute(query)).all()
         return [_stored(row) for row in rows]
 
+    async def list_all(self) -> list[StoredComposite]:
+        """Every tool of every tenant (not deleted), oldest first, in one query: for the gateway itself."""
+        query = _current().where(tools_t.c.deleted_at.is_(None)).order_by(tools_t.c.created_at, tools_t.c.id)
+        async with self._db.read() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_stored(row) for row in rows]
+
     async def update(
         self,
         id_or_name: str,

@@ -1,8 +1,8 @@
 """`/connections/{backend}`: a tenant's credentials (HTTP headers) for an HTTP MCP backend.
 
 Values go in and are never returned: responses carry the header names only.
-A change closes the tenant's open session to that backend, so the next call
-uses the new headers.
+A change closes the tenant's open session to that backend, here and on every
+other gateway sharing the database, so the next call uses the new headers.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ async def put_connection(
     _check_headers(body.headers)
     SCRUBBER.add(*body.headers.values())
     summary = await rt.connections.put(caller.tenant, backend, body.headers)
-    rt.tenant_backends.forget(caller.tenant, backend)
+    rt.connection_changed(caller.tenant, backend)
     return ConnectionOut(backend=backend, keys=summary["keys"], updatedAt=summary["updated_at"])
 
 
@@ -117,5 +117,5 @@ async def delete_connection(
         await rt.connections.delete(caller.tenant, backend)
     except NotFound:
         raise ApiError(404, "not_found", f"no connection to backend {backend!r}") from None
-    rt.tenant_backends.forget(caller.tenant, backend)
+    rt.connection_changed(caller.tenant, backend)
     return Response(status_code=204)
