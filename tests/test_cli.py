@@ -40,15 +40,23 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def py_config(write_config: WriteConfig) -> Path:
-    return write_config({"backends": [python_backend()]})
+def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A `[gateway]` section whose database is in the test's folder: `call` and `serve` record runs,
+    and the default (`./toolweave.db`) would land in the working directory. HOME too (the secret key)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return {"database": f"sqlite:///{tmp_path / 'toolweave.db'}"}
+
+
+@pytest.fixture
+def py_config(write_config: WriteConfig, gateway: dict[str, str]) -> Path:
+    return write_config({"gateway": gateway, "backends": [python_backend()]})
 
 
 # -- call --------------------------------------------------------------------------------
 
 
-def test_call_prints_the_result_as_json(write_config: WriteConfig) -> None:
-    path = write_config({"backends": [stdio_backend()]})
+def test_call_prints_the_result_as_json(write_config: WriteConfig, gateway: dict[str, str]) -> None:
+    path = write_config({"gateway": gateway, "backends": [stdio_backend()]})
     done = run("call", "ts__add", '{"a": 40, "b": 2}', "-c", str(path))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -98,9 +106,9 @@ def test_bad_args_json(tmp_path: Path, args_json: str, message: str) -> None:
     assert message in done.stderr and done.stdout == ""
 
 
-def test_call_with_a_stdio_backend_in_process(write_config: WriteConfig) -> None:
+def test_call_with_a_stdio_backend_in_process(write_config: WriteConfig, gateway: dict[str, str]) -> None:
     """Under a test runner, sys.stderr has no file descriptor; stdio backends must still start."""
-    path = write_config({"backends": [stdio_backend()]})
+    path = write_config({"gateway": gateway, "backends": [stdio_backend()]})
     done = cli("call", "ts__echo", '{"text": "in process"}', "-c", str(path))
     assert done.exit_code == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["content"][0]["text"] == "in process"
@@ -241,10 +249,11 @@ def _processes_with_env(marker: str) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
-async def test_serve_over_http(write_config: WriteConfig, tmp_path: Path) -> None:
+async def test_serve_over_http(write_config: WriteConfig, tmp_path: Path, gateway: dict[str, str]) -> None:
     port = free_port()
     marker = f"tw-serve-{tmp_path.name}"
-    path = write_config({"backends": [stdio_backend(env={"TESTSERVER_NAME": marker}), python_backend()]})
+    backends = [stdio_backend(env={"TESTSERVER_NAME": marker}), python_backend()]
+    path = write_config({"gateway": gateway, "backends": backends})
     process = subprocess.Popen(  # noqa: ASYNC220 - Popen only starts the process; it does not wait
         [str(TOOLWEAVE), "serve", "--port", str(port), "-c", str(path)],
         env=subprocess_env(),

@@ -241,6 +241,95 @@ def runs_show(
     print(json.dumps(_run_dict(record), indent=2, ensure_ascii=False))
 
 
+@runs_app.command("resume")
+def runs_resume(
+    run_id: Annotated[
+        str, typer.Argument(help="The interrupted run's id (`toolweave runs --status interrupted`).")
+    ],
+    args: Annotated[
+        str | None,
+        typer.Option(
+            "--args",
+            help="Secret arguments the run record does not keep, as a JSON object (the rest come from the record).",
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (as `call` does).")
+    ] = True,
+) -> None:
+    """Continue an interrupted run as the same run: completed workflow steps are not run again, and the step
+    that was in flight only when its tool is idempotent or the step retries. Prints the result as `call`
+    does; exits 1 when it is an error or the run cannot be resumed, 2 on malformed --args."""
+    arguments: dict[str, Any] = {}
+    if args is not None:
+        try:
+            arguments = json.loads(args)
+        except json.JSONDecodeError as error:
+            err.print(f"[red]--args is not valid JSON:[/] {escape(str(error))}", soft_wrap=True)
+            raise typer.Exit(2) from None
+        if not isinstance(arguments, dict):
+            err.print(f"[red]--args must be a JSON object[/], got {type(arguments).__name__}")
+            raise typer.Exit(2)
+    from toolweave.cli import _load, _logging
+    from toolweave.executor.resume import ResumeError
+    from toolweave.results import result_to_dict
+    from toolweave.store import StoreError
+
+    cfg = _load(config)
+    _logging("error")
+    try:
+        result = asyncio.run(_resume(cfg, run_id, arguments))
+    except ResumeError as error:
+        err.print(f"[red]cannot resume:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
+        for path, message in error.problems:
+            err.print(f"  [red]•[/] {escape(path)}: {escape(message)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except (StoreError, ValueError) as error:
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    print(json.dumps(result_to_dict(result), indent=2, ensure_ascii=False))
+    raise typer.Exit(1 if result.is_error else 0)
+
+
+async def _resume(cfg: Any, run_id: str, arguments: dict[str, Any]) -> Any:
+    """The served gateway's view (stored definitions, tenants' connections) in this process, for one resume."""
+    from toolweave.executor.resume import interrupted_run, resume_run
+    from toolweave.gateway import Gateway
+    from toolweave.server.connections import TenantBackends
+    from toolweave.server.definitions import DefinitionService
+    from toolweave.store import (
+        CompositeRepository,
+        ConnectionRepository,
+        Database,
+        SqlRunStore,
+        TenantRepository,
+    )
+
+    db = Database.from_url(cfg.gateway.database)
+    await db.start()
+    runs = SqlRunStore(db)
+    try:
+        await runs.start()
+        await interrupted_run(runs, run_id, None)  # refuse before starting any backend
+        async with Gateway(cfg, runs=runs) as gateway:
+            backends = TenantBackends(ConnectionRepository(db))
+            gateway.backend_resolver = backends
+            service = DefinitionService(gateway, CompositeRepository(db), TenantRepository(db), record=False)
+            try:
+                await service.load()
+                return await resume_run(gateway.executor(), run_id, arguments)
+            finally:
+                await service.close()
+                await backends.close()
+                gateway.backend_resolver = None
+    finally:
+        try:
+            await runs.close()
+        finally:
+            await db.close()
+
+
 # -- export -------------------------------------------------------------------------------
 
 

@@ -44,13 +44,16 @@ class Catalog:
         *,
         read_only: bool | None = None,
         destructive: bool | None = None,
+        idempotent: bool | None = None,
         composite: str | None = None,
         references: Iterable[str] = (),
     ) -> Catalog:
         name = exposed(reference)
         annotations = (
-            types.ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive)
-            if read_only is not None or destructive is not None
+            types.ToolAnnotations(
+                read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent
+            )
+            if read_only is not None or destructive is not None or idempotent is not None
             else None
         )
         tool = types.Tool(

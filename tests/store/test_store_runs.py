@@ -295,3 +295,34 @@ async def test_start_keeps_the_instance_alive(db: Database) -> None:
         await gateway.close()
     async with db.read() as conn:
         assert (await conn.execute(query)).one_or_none() is None
+
+
+async def test_the_heartbeat_interrupts_runs_of_gateways_that_died_after_it_started(db: Database) -> None:
+    """A gateway restarted right after a crash sees the dead one as alive at first; its heartbeat catches up."""
+    survivor = SqlRunStore(db, heartbeat_seconds=0.05, stale_after_seconds=5)
+    crashed = SqlRunStore(db)
+    orphan = make_run()
+    await crashed.start_run(orphan)
+    assert await survivor.start() == 0  # the crashed instance was seen just now
+    try:
+        await age_instance(db, crashed.instance_id, 3600)
+        async with asyncio.timeout(10):
+            while (await survivor.get_run(orphan.id)).status != "interrupted":  # type: ignore[union-attr]  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+    finally:
+        await survivor.close()
+
+
+def test_intervals_from_the_environment(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLWEAVE_RUN_HEARTBEAT_SECONDS", "0.5")
+    monkeypatch.setenv("TOOLWEAVE_RUN_STALE_AFTER_SECONDS", "3")
+    store = SqlRunStore(db)
+    assert (store._heartbeat_seconds, store._stale_after) == (0.5, 3.0)
+    assert SqlRunStore(db, heartbeat_seconds=1, stale_after_seconds=2)._stale_after == 2  # arguments win
+    for bad in ("soon", "0", "-1", "inf", "nan"):
+        monkeypatch.setenv("TOOLWEAVE_RUN_STALE_AFTER_SECONDS", bad)
+        with pytest.raises(ValueError, match="TOOLWEAVE_RUN_STALE_AFTER_SECONDS must be a positive number"):
+            SqlRunStore(db)
+    monkeypatch.setenv("TOOLWEAVE_RUN_STALE_AFTER_SECONDS", "0.25")
+    with pytest.raises(ValueError, match="stale_after_seconds must exceed heartbeat_seconds"):
+        SqlRunStore(db)

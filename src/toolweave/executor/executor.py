@@ -40,6 +40,11 @@ _on_admitted: contextvars.ContextVar[Callable[[], None] | None] = contextvars.Co
 )
 """Set by `execute_batch` for each call's task: told when the call holds its permits and starts."""
 
+resuming: contextvars.ContextVar[list[RunRecord] | None] = contextvars.ContextVar(
+    "toolweave_resuming", default=None
+)
+"""Set by `executor.resume`: the next recorded call continues this run record (popped once)."""
+
 
 @dataclass(slots=True)
 class Session:
@@ -193,7 +198,9 @@ class ToolExecutor:
         self, entry: Entry, arguments: dict[str, Any], progress: ProgressFn | None
     ) -> types.CallToolResult:
         runs = self.gateway.runs
-        record = RunRecord(
+        pending = resuming.get()
+        resume = pending.pop() if pending else None
+        record = resume or RunRecord(
             id=new_run_id(),
             tool=entry.name,
             kind=entry.kind if entry.composite else "direct",
@@ -201,7 +208,7 @@ class ToolExecutor:
             arguments=redact(arguments, entry.secrets),
         )
         started = time.perf_counter()
-        await _safely(runs.start_run(record))
+        await _record(runs, "start_run", record)
         status = "completed"
         try:
             if entry.composite is not None:
@@ -219,6 +226,7 @@ class ToolExecutor:
                         run_id=record.id,
                         tenant=self.session.tenant,
                         runs=runs,
+                        resume=resume,
                     )
                     result = await entry.composite.run(arguments, context)
             else:
@@ -226,7 +234,7 @@ class ToolExecutor:
         except asyncio.CancelledError:
             record.status = "cancelled"
             record.latency_ms = _ms(started)
-            await _safely(runs.finish_run(record))
+            await _record(runs, "finish_run", record)
             raise
         latency = _ms(started)
         meta = (
@@ -255,7 +263,7 @@ class ToolExecutor:
             record.error = _first_text(result)
         record.latency_ms = latency
         record.finished_at = time.time()
-        await _safely(runs.finish_run(record))
+        await _record(runs, "finish_run", record)
         return result
 
     def fork(self) -> ToolExecutor:
@@ -499,5 +507,17 @@ async def _safely(awaitable: Any) -> None:
     """Recording a run must never fail the call it records."""
     try:
         await awaitable
+    except Exception:
+        logger.exception("recording a run failed")
+
+
+async def _record(runs: Any, method: str, record: RunRecord) -> None:
+    """Record without waiting for the database when the store can (`SqlRunStore`'s write-behind)."""
+    nowait = getattr(runs, method + "_nowait", None)
+    if nowait is None:
+        await _safely(getattr(runs, method)(record))
+        return
+    try:
+        nowait(record)
     except Exception:
         logger.exception("recording a run failed")

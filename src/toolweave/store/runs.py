@@ -5,10 +5,14 @@ writes itself into `gateway_instances` and refreshes `last_seen` (a
 background heartbeat, plus piggy-backed on run writes). Each run row records
 its `owner` instance. `start()` / `mark_interrupted_on_start()` turn `running`
 rows whose owner has not been seen for `stale_after` seconds into
-`interrupted`; `close()` does the same for the instance's own runs on a clean
-shutdown. A heartbeat rather than "everything running is dead" because
-several gateways may share one PostgreSQL database, and one starting must not
-interrupt another's live runs.
+`interrupted`, and every heartbeat repeats that check, so the runs of a
+gateway that crashed shortly before this one started are interrupted too,
+once its heartbeat is stale; `close()` does the same for the instance's own
+runs on a clean shutdown. `TOOLWEAVE_RUN_HEARTBEAT_SECONDS` and
+`TOOLWEAVE_RUN_STALE_AFTER_SECONDS` change the two intervals. A heartbeat
+rather than "everything running is dead" because several gateways may share
+one PostgreSQL database, and one starting must not interrupt another's live
+runs.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ import socket
 import time
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Row, delete, func, select, update
+from sqlalchemy import Row, bindparam, delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolweave.runs import RunRecord, StepRecord
@@ -31,8 +37,12 @@ from toolweave.store._sql import upsert
 from toolweave.store.database import Database
 from toolweave.store.tables import gateway_instances, run_steps, runs
 
+WRITE_BEHIND_SECONDS = 0.1
+"""How long recorded runs and checkpoints may wait before they are written (in one batch)."""
 DEFAULT_HEARTBEAT_SECONDS = 30.0
 DEFAULT_STALE_AFTER_SECONDS = 120.0
+HEARTBEAT_ENV = "TOOLWEAVE_RUN_HEARTBEAT_SECONDS"
+STALE_AFTER_ENV = "TOOLWEAVE_RUN_STALE_AFTER_SECONDS"
 INTERRUPTED_ERROR = "the gateway stopped while this run was in progress"
 
 _RUN_FIELDS = (
@@ -57,6 +67,19 @@ log = logging.getLogger(__name__)
 def _check_limit(limit: int) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive integer, not {limit!r}")
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a positive number of seconds, not {raw!r}")
+    return value
 
 
 def _run_values(record: RunRecord) -> dict[str, Any]:
@@ -117,9 +140,15 @@ class SqlRunStore:
         db: Database,
         *,
         instance_id: str | None = None,
-        heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS,
-        stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS,
+        heartbeat_seconds: float | None = None,
+        stale_after_seconds: float | None = None,
     ) -> None:
+        """The intervals default to `$TOOLWEAVE_RUN_HEARTBEAT_SECONDS` (else 30) and
+        `$TOOLWEAVE_RUN_STALE_AFTER_SECONDS` (else 120)."""
+        if heartbeat_seconds is None:
+            heartbeat_seconds = _seconds_from_env(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS)
+        if stale_after_seconds is None:
+            stale_after_seconds = _seconds_from_env(STALE_AFTER_ENV, DEFAULT_STALE_AFTER_SECONDS)
         if stale_after_seconds <= heartbeat_seconds:
             raise ValueError("stale_after_seconds must exceed heartbeat_seconds, or live gateways look dead")
         self._db = db
@@ -128,14 +157,120 @@ class SqlRunStore:
         self._stale_after = stale_after_seconds
         self._last_beat = 0.0
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._pending: list[_Op] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._kick: asyncio.Event | None = None
+        self._idle: asyncio.Event | None = None
 
     def __repr__(self) -> str:
         return f"SqlRunStore({self._db!r}, instance_id={self.instance_id!r})"
+
+    # -- write-behind --------------------------------------------------------
+
+    def start_run_nowait(self, record: RunRecord) -> None:
+        """`start_run`, written in the background (the record is copied now)."""
+        self._enqueue(_Op("start", record.id, values=_run_values(record), steps=list(record.steps)))
+
+    def checkpoint_nowait(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
+        """`checkpoint`, written in the background."""
+        self._enqueue(
+            _Op("checkpoint", run_id, steps=[step], state=dict(state) if state is not None else None)
+        )
+
+    def finish_run_nowait(self, record: RunRecord) -> None:
+        """`finish_run`, written in the background (the record is copied now)."""
+        self._enqueue(_Op("finish", record.id, values=_run_values(record), steps=list(record.steps)))
+
+    def _enqueue(self, op: _Op) -> None:
+        self._pending.append(op)
+        if self._writer is None or self._writer.done():
+            self._kick, self._idle = asyncio.Event(), asyncio.Event()
+            self._writer = asyncio.get_running_loop().create_task(
+                self._write_behind(), name="toolweave-run-writer"
+            )
+        assert self._idle is not None
+        self._idle.clear()
+
+    async def flush(self) -> None:
+        """Wait until everything recorded with the `*_nowait` methods is in the database."""
+        writer = self._writer
+        if writer is None or writer.done() or writer.get_loop() is not asyncio.get_running_loop():
+            if self._pending:  # no writer in this loop (a store reused across event loops): write now
+                batch, self._pending = self._pending, []
+                await self._write_batch(batch)
+            return
+        assert self._kick is not None and self._idle is not None
+        while self._pending or not self._idle.is_set():
+            self._kick.set()
+            await self._idle.wait()
+
+    async def _write_behind(self) -> None:
+        assert self._kick is not None and self._idle is not None
+        kick, idle = self._kick, self._idle
+        while True:
+            if not self._pending:
+                idle.set()
+                kick.clear()
+                await kick.wait()
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(WRITE_BEHIND_SECONDS):
+                    await kick.wait()
+            kick.clear()
+            batch, self._pending = self._pending, []
+            try:
+                await self._write_batch(batch)
+            except asyncio.CancelledError:
+                self._pending[:0] = batch  # close() writes them
+                raise
+            except Exception:
+                log.exception("recording %d run event(s) failed; they are lost", len(batch))
+
+    async def _write_batch(self, batch: list[_Op]) -> None:
+        """Apply `batch` in one transaction, as the awaited methods would have, one after the other."""
+        runs_ops: dict[str, list[_Op]] = {}
+        for op in batch:
+            runs_ops.setdefault(op.run_id, []).append(op)
+        async with self._db.write() as conn:
+            await self._beat(conn)
+            need_row = [run_id for run_id, ops in runs_ops.items() if ops[0].kind != "start"]
+            existing: dict[str, dict[str, Any]] = {}
+            if need_row:
+                query = select(runs.c.id, runs.c.state).where(runs.c.id.in_(need_row)).with_for_update()
+                existing = {row.id: row.state for row in (await conn.execute(query)).all()}
+            with_steps = [run_id for run_id, ops in runs_ops.items() if any(op.steps for op in ops)]
+            seqs: dict[str, dict[str, int]] = {run_id: {} for run_id in with_steps}
+            if with_steps:
+                query = select(run_steps.c.run_id, run_steps.c.step_id, run_steps.c.seq).where(
+                    run_steps.c.run_id.in_(with_steps)
+                )
+                for row in (await conn.execute(query)).all():
+                    seqs[row.run_id][row.step_id] = row.seq
+            rows: list[dict[str, Any]] = []
+            states: list[dict[str, Any]] = []
+            steps: list[dict[str, Any]] = []
+            for run_id, ops in runs_ops.items():
+                row, state, touched = _replay(ops, existing.get(run_id), run_id in existing, seqs.get(run_id))
+                if row is not None:
+                    rows.append({**row, "id": run_id, "state": state, "owner": self.instance_id})
+                elif state is not None:
+                    states.append({"run_id": run_id, "new_state": state})
+                steps += touched
+            if rows:
+                await _upsert_many(conn, runs, rows, ["id"], [*_RUN_FIELDS, "owner"])
+            if states:
+                statement = (
+                    update(runs).where(runs.c.id == bindparam("run_id")).values(state=bindparam("new_state"))
+                )
+                await conn.execute(statement, states)
+            if steps:
+                await _upsert_many(conn, run_steps, steps, ["run_id", "step_id"], [*_STEP_FIELDS, "seq"])
 
     # -- RunStore protocol -------------------------------------------------
 
     async def start_run(self, record: RunRecord) -> None:
         """Insert, or take over an existing row (a resumed run) with this instance as owner."""
+        await self.flush()
         values = {**_run_values(record), "owner": self.instance_id}
         async with self._db.write() as conn:
             await self._beat(conn)
@@ -144,6 +279,7 @@ class SqlRunStore:
 
     async def checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
         """Unknown runs are ignored, as in MemoryRunStore: a lost checkpoint must not fail a call."""
+        await self.flush()
         async with self._db.write() as conn:
             query = select(runs.c.state).where(runs.c.id == run_id).with_for_update()
             row = (await conn.execute(query)).one_or_none()
@@ -162,6 +298,7 @@ class SqlRunStore:
         may rely on the record already containing its checkpoints; merging gives the
         same result when it does, and loses nothing when it does not.
         """
+        await self.flush()
         async with self._db.write() as conn:
             query = select(runs.c.state).where(runs.c.id == record.id).with_for_update()
             existing = (await conn.execute(query)).one_or_none()
@@ -173,6 +310,7 @@ class SqlRunStore:
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
         """A tenant sees its own runs and tenant-less ones; no tenant sees everything."""
+        await self.flush()
         async with self._db.read() as conn:
             row = (await conn.execute(select(runs).where(runs.c.id == run_id))).one_or_none()
             if row is None or (tenant is not None and row.tenant not in (None, tenant)):
@@ -190,6 +328,7 @@ class SqlRunStore:
     ) -> list[RunRecord]:
         """Newest first. A tenant filter matches exactly (as MemoryRunStore does)."""
         _check_limit(limit)
+        await self.flush()
         query = select(runs).order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(limit)
         for column, value in ((runs.c.tenant, tenant), (runs.c.tool, tool), (runs.c.status, status)):
             if value is not None:
@@ -219,6 +358,7 @@ class SqlRunStore:
         )
         if tenant is not None:
             statement = statement.where(runs.c.tenant == tenant)
+        await self.flush()
         async with self._db.write() as conn:
             await self._beat(conn)
             claimed = (await conn.execute(statement)).rowcount == 1
@@ -232,10 +372,14 @@ class SqlRunStore:
         return count
 
     async def mark_interrupted_on_start(self) -> int:
-        """Register this instance, then mark runs of instances not seen lately as interrupted."""
+        """Register this instance, then mark runs of instances not seen lately as interrupted.
+
+        The heartbeat repeats this, so it also catches gateways that stopped just before this one started.
+        """
         cutoff = time.time() - self._stale_after
         live = select(gateway_instances.c.id).where(gateway_instances.c.last_seen >= cutoff)
         orphaned = runs.c.owner.is_(None) | runs.c.owner.not_in(live)
+        await self.flush()
         async with self._db.write() as conn:
             await self._beat(conn, force=True)
             result = await conn.execute(
@@ -247,6 +391,7 @@ class SqlRunStore:
         return result.rowcount
 
     async def heartbeat(self) -> None:
+        await self.flush()
         async with self._db.write() as conn:
             await self._beat(conn, force=True)
 
@@ -257,6 +402,7 @@ class SqlRunStore:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat_task
             self._heartbeat_task = None
+        await self._stop_writer()
         async with self._db.write() as conn:
             await conn.execute(
                 update(runs)
@@ -269,8 +415,25 @@ class SqlRunStore:
     async def delete_finished_before(self, timestamp: float) -> int:
         """Retention: drop finished runs (and their steps) that ended before `timestamp` (epoch seconds)."""
         statement = delete(runs).where(runs.c.finished_at.is_not(None), runs.c.finished_at < timestamp)
+        await self.flush()
         async with self._db.write() as conn:
             return (await conn.execute(statement)).rowcount
+
+    async def _stop_writer(self) -> None:
+        """Write what is pending, then end the writer task."""
+        with contextlib.suppress(Exception):
+            await self.flush()
+        writer, self._writer = self._writer, None
+        if writer is not None and not writer.done() and writer.get_loop() is asyncio.get_running_loop():
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+        if self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await self._write_batch(batch)
+            except Exception:
+                log.exception("recording %d run event(s) failed at close; they are lost", len(batch))
 
     async def _beat(self, conn: AsyncConnection, *, force: bool = False) -> None:
         now = time.time()
@@ -286,15 +449,88 @@ class SqlRunStore:
         self._last_beat = now
 
     async def _heartbeat_loop(self) -> None:
-        """Keeps `last_seen` fresh while runs sit in long steps; a failed beat is retried, not fatal."""
+        """Keeps `last_seen` fresh while runs sit in long steps, and interrupts the runs of gateways
+        whose heartbeat went stale since; a failed beat is retried, not fatal."""
         while True:
             await asyncio.sleep(self._heartbeat_seconds)
             try:
-                await self.heartbeat()
+                await self.mark_interrupted_on_start()
             except Exception:
                 log.warning(
                     "run store heartbeat failed; retrying in %ss", self._heartbeat_seconds, exc_info=True
                 )
+
+
+@dataclass(slots=True)
+class _Op:
+    """One recorded event waiting for the writer: a start, a checkpoint, or a finish."""
+
+    kind: str
+    run_id: str
+    values: dict[str, Any] | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    state: dict[str, Any] | None = None
+
+
+def _replay(
+    ops: list[_Op], state: dict[str, Any] | None, exists: bool, seqs: dict[str, int] | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[dict[str, Any]]]:
+    """One run's events of a batch, replayed in memory exactly as the awaited methods apply them.
+
+    Returns the run row to write (or None), its state (None when unchanged), and the step rows
+    with their final `seq`. `state`/`exists` describe the row before the batch; `seqs` the
+    steps it had (step id -> seq).
+    """
+    row: dict[str, Any] | None = None
+    changed = False
+    seqs = dict(seqs or {})
+    written: dict[str, StepRecord] = {}
+    for op in ops:
+        if op.kind == "checkpoint":
+            if not exists:
+                continue  # unknown runs are ignored
+            _place(seqs, written, op.steps, move_to_end=True)
+            if op.state is not None:
+                state = {**(state or {}), **op.state}
+                changed = True
+            continue
+        assert op.values is not None
+        row = op.values
+        if op.kind == "start" or not exists:
+            state = dict(op.values["state"])
+        else:
+            state = {**(state or {}), **op.values["state"]}
+        exists = changed = True
+        _place(seqs, written, op.steps, move_to_end=False)
+    steps = [
+        {**{name: getattr(step, name) for name in _STEP_FIELDS}, "run_id": ops[0].run_id, "step_id": step_id}
+        | {"seq": seqs[step_id]}
+        for step_id, step in written.items()
+    ]
+    return row, state if changed else None, steps
+
+
+def _place(
+    seqs: dict[str, int], written: dict[str, StepRecord], steps: list[StepRecord], *, move_to_end: bool
+) -> None:
+    """`_upsert_steps` in memory: new steps after the current last; `move_to_end` moves rewritten ones too."""
+    if not steps:
+        return
+    base = max(seqs.values(), default=0)
+    for offset, step in enumerate(steps, start=1):
+        if move_to_end or step.id not in seqs:
+            seqs[step.id] = base + offset
+        written[step.id] = step
+
+
+async def _upsert_many(
+    conn: AsyncConnection, table: Any, rows: list[dict[str, Any]], keys: list[str], update_columns: list[str]
+) -> None:
+    """INSERT ... ON CONFLICT DO UPDATE for many rows in one executemany."""
+    dialect_insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    statement = dialect_insert(table)
+    changes = {name: statement.excluded[name] for name in update_columns}
+    await conn.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes), rows)
 
 
 def _interrupted_values() -> dict[str, Any]:

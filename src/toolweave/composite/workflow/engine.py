@@ -14,6 +14,19 @@ What happens when a step fails:
 - an elicitation answered with `skip_remaining` skips every step not yet
   started (running ones finish) and the workflow completes.
 - the workflow timeout cancels whatever is running and ends `timed_out`.
+
+Durable runs. With a run store (`ctx.runs` and `ctx.run_id`), a tool or
+forEach step is checkpointed as `running` when it starts (after its
+condition) and again when it finishes, with the outputs so far in
+`state["steps"]`. A resumed run (`ctx.resume`) restores the steps recorded
+`completed` or `skipped` without running them. A step recorded `running` was
+in flight when the gateway stopped, so it may or may not have taken effect:
+it runs again only when that is safe — its tool is read-only or
+`idempotentHint: true`, or the step retries (`onError: retry`); a forEach is
+one unit, judged by its inner step. Otherwise it fails saying so, and
+`onError` / `failureMode` decide as for any failure. Elicitation steps are
+simply asked again. Failed steps run again (a failure had no effect to
+repeat, or the step tolerated it).
 """
 
 from __future__ import annotations
@@ -50,6 +63,7 @@ logger = logging.getLogger(__name__)
 
 RESTORABLE = frozenset({"completed", "skipped"})
 SKIP_REMAINING = "skip_remaining"
+RUNNING = "running"
 
 
 class WorkflowRun:
@@ -61,10 +75,11 @@ class WorkflowRun:
         params = {**copy_json(plan.defaults), **arguments}
         self.secrets = secret_values(plan.secret_params, params)
         self.views: dict[str, dict[str, Any]] = {}
+        started = ctx.resume.started_at if ctx.resume is not None else time.time()
         self.workflow = {
             "id": ctx.run_id or uuid.uuid4().hex,
             "name": plan.name,
-            "started_at": datetime.now(UTC).isoformat(),
+            "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
             "step_count": 0,
         }
         self.context: dict[str, Any] = {"params": params, "steps": self.views, "workflow": self.workflow}
@@ -76,6 +91,9 @@ class WorkflowRun:
         self.entries: dict[str, dict[str, Any]] = {}
         self.failures: list[int] = []
         self.skipped_by: int | None = None
+        self.in_flight: frozenset[int] = frozenset()
+        """Steps a resumed run had running when the gateway stopped."""
+        self.rerun: set[int] = set()
         self.stopping = False
         self.timed_out = False
         self.finished = 0
@@ -184,15 +202,23 @@ class WorkflowRun:
         return outcome
 
     async def _dispatch(self, step: StepPlan) -> StepOutcome:
+        if step.index in self.in_flight:
+            refusal = self._not_rerun(step)
+            if refusal is not None:
+                return refusal
+            self.rerun.add(step.index)
         try:
             if not condition_holds(step, self.context):
                 return skipped(step, "condition is false")
         except TemplateError as error:
             return failed(f"condition: {error}")
-        if step.call is not None:
-            return await run_call(self.ctx, step.call, self.context, step.timeout)
         if step.elicit is not None:
             return await run_elicitation(self.ctx, step, self.context)
+        ctx = self.ctx
+        if ctx.runs is not None and ctx.run_id is not None:
+            await self._checkpoint_running(step)
+        if step.call is not None:
+            return await run_call(ctx, step.call, self.context, step.timeout)
         try:
             async with asyncio.timeout(step.timeout):
                 return await run_for_each(self.ctx, step, self.context)
@@ -247,20 +273,59 @@ class WorkflowRun:
                 logger.warning("workflow %s: progress notification failed", self.plan.name, exc_info=True)
         if ctx.runs is not None and ctx.run_id is not None:
             try:
-                await ctx.runs.checkpoint(ctx.run_id, record, state={"steps": dict(self.entries)})
+                nowait = getattr(ctx.runs, "checkpoint_nowait", None)  # the SQL store's write-behind
+                if nowait is not None:
+                    nowait(ctx.run_id, record, state={"steps": dict(self.entries)})
+                else:
+                    await ctx.runs.checkpoint(ctx.run_id, record, state={"steps": dict(self.entries)})
             except Exception:
                 logger.warning("workflow %s: checkpoint failed", self.plan.name, exc_info=True)
 
+    async def _checkpoint_running(self, step: StepPlan) -> None:
+        """Say a step is in flight, so a resume after a crash knows it may have taken effect.
+
+        Only a step that must not run twice waits for the database (the marker has to be
+        durable before its call is made); a step that is safe to run again after a crash
+        is marked through the store's write-behind, if it has one.
+        """
+        ctx = self.ctx
+        assert ctx.runs is not None and ctx.run_id is not None
+        try:
+            nowait = getattr(ctx.runs, "checkpoint_nowait", None)
+            if nowait is not None and self._not_rerun(step) is None:
+                nowait(ctx.run_id, StepRecord(id=step.id, status=RUNNING))
+            else:
+                await ctx.runs.checkpoint(ctx.run_id, StepRecord(id=step.id, status=RUNNING))
+        except Exception:
+            logger.warning("workflow %s: checkpoint failed", self.plan.name, exc_info=True)
+
+    def _not_rerun(self, step: StepPlan) -> StepOutcome | None:
+        """A step that was in flight at the crash: None when running it again is safe, else its failure."""
+        call = step.call if step.call is not None else step.for_each.call if step.for_each else None
+        if call is None or call.idempotent or call.retry.retries > 0 or step.action == "retry":
+            return None
+        return failed(
+            f"step {step.id!r} was running when the gateway stopped and its tool {call.target!r} is not "
+            "idempotent (no idempotentHint, no onError retry); not re-run, as it may already have taken effect",
+            attempts=1,
+        )
+
     def _restore(self) -> list[int]:
-        """Steps a resumed run already completed: restored, not re-run."""
+        """Steps a resumed run already completed: restored, not re-run. Notes the steps that were in flight."""
         resume = self.ctx.resume
-        saved = resume.state.get("steps") if resume is not None and isinstance(resume.state, dict) else None
-        if not isinstance(saved, dict):
+        if resume is None:
             return []
+        saved = resume.state.get("steps") if isinstance(resume.state, dict) else None
+        if not isinstance(saved, dict):
+            saved = {}
+        running = {record.id for record in resume.steps if record.status == RUNNING}
         restored = []
+        in_flight = []
         for step in self.plan.steps:
             entry = saved.get(step.id)
             if not isinstance(entry, dict) or entry.get("status") not in RESTORABLE:
+                if step.id in running:
+                    in_flight.append(step.index)
                 continue
             outcome = StepOutcome(
                 entry["status"],
@@ -273,6 +338,7 @@ class WorkflowRun:
             self._record(step.index, outcome, 0.0)
             self.finished += 1
             restored.append(step.index)
+        self.in_flight = frozenset(in_flight)
         return restored
 
     # -- the result --------------------------------------------------------------
@@ -285,12 +351,15 @@ class WorkflowRun:
 
     def meta(self, status: str) -> dict[str, Any]:
         steps = []
-        for record, outcome in zip(self.records, self.outcomes, strict=True):
+        for index, (record, outcome) in enumerate(zip(self.records, self.outcomes, strict=True)):
             if record is None:
                 continue
             summary = record.summary()
             if outcome is not None and outcome.reason == "restored":
                 summary["resumed"] = True
+            elif index in self.in_flight:
+                summary["interrupted"] = True
+                summary["rerun"] = index in self.rerun
             steps.append(summary)
         return {"kind": "workflow", "steps": steps, "run_id": self.ctx.run_id, "status": status}
 

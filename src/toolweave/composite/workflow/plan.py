@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema
 
+from toolweave.composite.annotations import effective_hints
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
 from toolweave.composite.workflow.graph import format_cycle
 from toolweave.composite.workflow.output import OutputPlan
@@ -61,6 +62,8 @@ class ToolCallPlan:
     arguments: ValueTemplate
     retry: RetryPolicy
     timeout: float | None
+    idempotent: bool = False
+    """The target is read-only or says `idempotentHint: true`: safe to call again after a crash."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +231,7 @@ def _compile_call(step: StepDef, resolved: Mapping[str, ResolvedTool]) -> ToolCa
         arguments=compile_value(step.arguments) if step.arguments else _EMPTY,
         retry=retry,
         timeout=step.timeout,
+        idempotent=effective_hints(tool.tool).idempotent,
     )
 
 

@@ -234,6 +234,14 @@ class RunList(BaseModel):
     runs: list[RunOut]
 
 
+class ResumeRequest(RequestBody):
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The secret arguments (writeOnly / format: password) the run record does not keep; "
+        "the others come from the record",
+    )
+
+
 class BackendOut(BaseModel):
     name: str
     transport: str

@@ -1,16 +1,18 @@
-"""`GET /runs`, `GET /runs/{id}`: run records of the caller's tenant (arguments already redacted)."""
+"""`GET /runs`, `GET /runs/{id}`: run records of the caller's tenant (arguments already redacted);
+`POST /runs/{id}/resume`: continue an interrupted run (see `toolweave.executor.resume`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Body, Depends, Path, Query
 
-from toolweave.executor.executor import Session
+from toolweave.executor.executor import Session, ToolExecutor
+from toolweave.executor.resume import ResumeError, resume_run
 from toolweave.server.api import present
-from toolweave.server.api.deps import READ, require, runtime
+from toolweave.server.api.deps import CALL, READ, require, runtime
 from toolweave.server.api.errors import ApiError
-from toolweave.server.api.models import RunList, RunOut
+from toolweave.server.api.models import CallResult, ResumeRequest, RunList, RunOut
 from toolweave.server.runtime import ServerRuntime
 
 router = APIRouter(prefix="/runs", tags=["runs"])
@@ -48,3 +50,24 @@ async def get_run(
     if record is None or (caller.tenant is not None and record.tenant != caller.tenant):
         raise ApiError(404, "not_found", f"run {id!r} not found")
     return present.run_out(record)
+
+
+@router.post("/{id}/resume", response_model=CallResult, summary="Resume an interrupted run")
+async def resume(
+    id: Annotated[str, Path(max_length=64)],
+    body: Annotated[ResumeRequest | None, Body()] = None,
+    caller: Session = Depends(require(CALL)),
+    rt: ServerRuntime = Depends(runtime),
+) -> CallResult:
+    """Continue a run its gateway left `interrupted`, as the same run: completed workflow steps are not
+    run again, and a step that was in flight only when its tool is idempotent or it retries. Secret
+    arguments are not kept in run records: send them again in `arguments`. The answer is the call's
+    result, as for `POST /tools/{name}/call`. 404: unknown or another tenant's run; 409: not
+    interrupted, already resumed, or not resumable; 422: a missing secret (named) or bad arguments."""
+    try:
+        result = await resume_run(
+            ToolExecutor(rt.gateway, caller), id, body.arguments if body is not None else None
+        )
+    except ResumeError as error:
+        raise ApiError(error.status, error.code, error.message, error.problems) from None
+    return present.call_result(result)
