@@ -49,6 +49,15 @@ def _database_url(config: Path | None, database: str | None) -> str:
     return _load(config).gateway.database
 
 
+def _redis_url(config: Path | None, database: str | None) -> str:
+    """The config's `gateway.redis_url`, so running gateways hear of a revocation at once."""
+    if database:
+        return ""
+    from toolweave.cli import _load
+
+    return _load(config).gateway.redis_url
+
+
 def _with_db(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     """Open the database (migrating it), run `work(db)`, always close it; store errors exit 1."""
     from toolweave.store import Database, StoreError
@@ -155,14 +164,20 @@ def keys_revoke(
     config: ConfigOption = None,
     database: DatabaseOption = None,
 ) -> None:
-    """Revoke a key now. A running gateway stops accepting it within 10 seconds (its cache)."""
+    """Revoke a key now; running gateways sharing the database are told at once (or within `sync_interval`)."""
     from toolweave.store import KeyRepository, NotFound
 
+    redis_url = _redis_url(config, database)
+
     async def revoke(db: Any) -> Any:
+        from toolweave.server.sync import Change, announce
+
         try:
-            return await KeyRepository(db).revoke(key_id)
+            info = await KeyRepository(db).revoke(key_id)
         except NotFound:
             return None
+        await announce(db, Change("key", id=info.id), redis_url=redis_url)
+        return info
 
     info = _with_db(_database_url(config, database), revoke)
     if info is None:
