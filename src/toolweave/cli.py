@@ -129,7 +129,9 @@ async def _serve_http(cfg: Config, host: str, port: int, require_auth: bool) -> 
     app, gateway = await build_http_app(cfg, host=host, require_auth=require_auth)
     _print_backends(gateway.describe_backends(), err)
     err.print(f"toolweave {len(gateway.list_tools())} tools · MCP at [bold]http://{host}:{port}/mcp[/]")
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", http="httptools")
+    )
     await server.serve()
 
 

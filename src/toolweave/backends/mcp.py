@@ -4,6 +4,12 @@ One `mcp.Client` per backend, opened once and reused for every call. A
 supervisor task owns the client (the SDK's context managers must be entered
 and left in one task), reconnects with exponential backoff when the
 connection is lost, and keeps the tool, resource and prompt lists fresh.
+
+Streamable-HTTP backends make their `tools/call`s through a lean caller
+(`http_caller.HttpToolCaller`: pooled keep-alive connections, dicts, orjson) on
+the wire the SDK client negotiated; the SDK client still connects, lists,
+reads resources and prompts, pings, listens, and takes over the rare calls that
+need it (a redirect, a stale `Mcp-Param-*` header, a backend asking for input).
 """
 
 from __future__ import annotations
@@ -24,11 +30,19 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import SERVER_INFO_META_KEY
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    HEADER_MISMATCH,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolweave.backends.base import Backend, logger, unavailable_result
+from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, proxied
 from toolweave.results import error_result
 
 INITIAL_BACKOFF = 0.25
@@ -52,6 +66,10 @@ class MCPBackend(Backend):
         self._refresh_task: asyncio.Task[None] | None = None
         self._refresh_wanted = False
         self._http_error: str | None = None
+        self._session_id: str | None = None
+        """The handshake-era `Mcp-Session-Id` the server gave the SDK client (HTTP only)."""
+        self._caller: HttpToolCaller | None = None
+        """The lean `tools/call` path of an HTTP backend while it is connected."""
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -108,6 +126,7 @@ class MCPBackend(Backend):
         try:
             self._client = client
             await self._refresh_lists(client)
+            self._caller = self._lean_caller(client)
             self._set_status("connected")
             self.last_error = None
             self._ready.set()
@@ -117,6 +136,9 @@ class MCPBackend(Backend):
                 raise ConnectionError(self.last_error or "connection lost")
         finally:
             self._client = None
+            caller, self._caller = self._caller, None
+            if caller is not None:
+                await caller.close()
             with contextlib.suppress(BaseException):
                 await client.__aexit__(None, None, None)
 
@@ -138,6 +160,7 @@ class MCPBackend(Backend):
         """Streamable HTTP on an HTTP client we own: closed with the connection (the SDK leaves a client it
         is given open), and remembering the last HTTP error status, which the SDK's error does not name."""
         self._http_error = None
+        self._session_id = None
 
         async def remember(
             response: Any,
@@ -146,6 +169,9 @@ class MCPBackend(Backend):
             self._http_error = (
                 f"HTTP {response.status_code} {response.reason_phrase}".strip() if failed else None
             )
+            session_id = response.headers.get("mcp-session-id")
+            if session_id:
+                self._session_id = session_id
 
         async with create_mcp_http_client(headers=headers or None) as http:
             http.event_hooks["response"].append(remember)
@@ -229,6 +255,8 @@ class MCPBackend(Backend):
         self.tools = await _all_pages(
             lambda cursor: client.list_tools(cursor=cursor, cache_mode="refresh"), "tools"
         )
+        if self._caller is not None:
+            self._caller.header_maps = _header_maps(self.tools)
         if caps.resources is not None:
             self.resources = await _all_pages(
                 lambda cursor: client.list_resources(cursor=cursor, cache_mode="refresh"), "resources"
@@ -281,8 +309,80 @@ class MCPBackend(Backend):
     async def _call(
         self, client: Client, name: str, arguments: dict[str, Any], limit: float, progress: Any
     ) -> types.CallToolResult:
+        caller = self._caller
         async with asyncio.timeout(limit):
+            if caller is not None:
+                return await self._lean_call(client, caller, name, arguments, progress)
             return _unstamped(await client.call_tool(name, arguments, progress_callback=progress))
+
+    async def _lean_call(
+        self, client: Client, caller: HttpToolCaller, name: str, arguments: dict[str, Any], progress: Any
+    ) -> types.CallToolResult:
+        """One POST; the SDK client takes over only where its own logic is needed (nothing ran yet)."""
+        try:
+            raw = await caller.call(name, arguments, progress=progress)
+        except RpcError as error:
+            if error.code == HEADER_MISMATCH and caller.modern:
+                # our Mcp-Param-* headers are stale: the SDK re-lists the tool and sends once more
+                self._schedule_refresh()
+                return _unstamped(await client.call_tool(name, arguments, progress_callback=progress))
+            raise MCPError(code=error.code, message=error.message, data=error.data) from None
+        except Redirected:
+            return _unstamped(await client.call_tool(name, arguments, progress_callback=progress))
+        kind = raw.get("resultType")
+        if kind is not None and kind != "complete":
+            if kind != "input_required":
+                raise ValueError(f"unexpected resultType {kind!r}")
+            return _unstamped(await self._drive_input_required(client, name, arguments, progress, raw))
+        result = types.CallToolResult.model_validate(raw, by_name=False)
+        if not result.is_error:  # the tool's output schema, checked as the SDK client does
+            await client.session.validate_tool_result(name, result)
+        return _unstamped(result)
+
+    async def _drive_input_required(
+        self, client: Client, name: str, arguments: dict[str, Any], progress: Any, raw: dict[str, Any]
+    ) -> types.CallToolResult:
+        """The backend asks for input: the SDK client's driver answers and retries, exactly as on its own path."""
+        first = types.InputRequiredResult.model_validate(raw, by_name=False)
+
+        async def retry(responses: Any, state: str | None) -> Any:
+            return await client.session.call_tool(
+                name,
+                arguments,
+                progress_callback=progress,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+                allow_claimed=True,
+            )
+
+        drive = getattr(client, "_drive_input_required", None)
+        if drive is None:
+            raise RuntimeError(f"the backend asked for input to call {name!r}, which this client cannot give")
+        return await drive(first, retry)
+
+    def _lean_caller(self, client: Client) -> HttpToolCaller | None:
+        """The lean tools/call path of an HTTP backend on the wire its SDK client negotiated (None: SDK only)."""
+        url = self.config.url
+        if not url or self.config.command or proxied(url):
+            return None
+        version = client.protocol_version
+        try:
+            envelope = _modern_envelope(client, version) if version in MODERN_PROTOCOL_VERSIONS else None
+            return HttpToolCaller(
+                url,
+                protocol_version=version,
+                headers=dict(self.config.headers),
+                envelope=envelope,
+                session_id=None if envelope is not None else self._session_id,
+                header_maps=_header_maps(self.tools) if envelope is not None else None,
+                on_notification=lambda _method: self._schedule_refresh(),
+            )
+        except Exception as error:  # noqa: BLE001 - the SDK path still works
+            logger.warning(
+                "backend %s: no lean call path (%s); calls go through the SDK client", self.name, error
+            )
+            return None
 
     def _connection_lost(self, error: BaseException) -> types.CallToolResult:
         self.last_error = _describe_error(error)
@@ -303,6 +403,32 @@ class MCPBackend(Backend):
         if self._client is None:
             raise ConnectionError(f"backend {self.name!r} is unavailable ({self.status})")
         return self._client
+
+
+def _modern_envelope(client: Client, version: str) -> dict[str, Any]:
+    """The `_meta` envelope the SDK client stamps on its 2026-07-28 requests (client info, capabilities)."""
+    from mcp.client.session import DEFAULT_CLIENT_INFO
+
+    session = client.session
+    info = getattr(session, "_client_info", None) or DEFAULT_CLIENT_INFO
+    build = getattr(session, "_build_capabilities", None)
+    capabilities = build(version) if callable(build) else types.ClientCapabilities()
+    return {
+        PROTOCOL_VERSION_META_KEY: version,
+        CLIENT_INFO_META_KEY: info.model_dump(by_alias=True, mode="json", exclude_none=True),
+        CLIENT_CAPABILITIES_META_KEY: capabilities.model_dump(by_alias=True, mode="json", exclude_none=True),
+    }
+
+
+def _header_maps(tools: list[types.Tool]) -> dict[str, dict[tuple[str, ...], str]]:
+    """`Mcp-Param-*` header maps of the listed tools that declare any (what the SDK client mirrors)."""
+    maps: dict[str, dict[tuple[str, ...], str]] = {}
+    for tool in tools:
+        if find_invalid_x_mcp_header(tool.input_schema) is None:
+            found = x_mcp_header_map(tool.input_schema)
+            if found:
+                maps[tool.name] = found
+    return maps
 
 
 def _child_env(env: dict[str, str]) -> dict[str, str]:

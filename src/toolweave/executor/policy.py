@@ -28,7 +28,8 @@ class Policy:
         self._allow = PatternSet(config.allow)
         self._deny = PatternSet(config.deny)
         self._rules = [
-            _Rule(rule.tenant, rule.scope, PatternSet(rule.allow), PatternSet(rule.deny)) for rule in config.rules
+            _Rule(rule.tenant, rule.scope, PatternSet(rule.allow), PatternSet(rule.deny))
+            for rule in config.rules
         ]
         self.approval = PatternSet(config.approval)
         self.approve_destructive = config.approve_destructive
@@ -47,7 +48,13 @@ class Policy:
                 continue
             if rule.scope is not None and rule.scope not in scopes:
                 continue
-            who = f"tenant {tenant!r}" if rule.tenant else f"scope {rule.scope!r}" if rule.scope else "this caller"
+            who = (
+                f"tenant {tenant!r}"
+                if rule.tenant
+                else f"scope {rule.scope!r}"
+                if rule.scope
+                else "this caller"
+            )
             if rule.deny.matches(name):
                 return f"tool {name!r} is denied for {who} by the gateway policy"
             if rule.allow and not rule.allow.matches(name):

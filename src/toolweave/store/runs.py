@@ -159,8 +159,12 @@ class SqlRunStore:
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._pending: list[_Op] = []
         self._writer: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        """Set when something is recorded: the writer starts a batch."""
         self._kick: asyncio.Event | None = None
+        """Set by `flush`: the batch is written now, without waiting for more."""
         self._idle: asyncio.Event | None = None
+        """Set while nothing is pending or being written."""
 
     def __repr__(self) -> str:
         return f"SqlRunStore({self._db!r}, instance_id={self.instance_id!r})"
@@ -184,12 +188,13 @@ class SqlRunStore:
     def _enqueue(self, op: _Op) -> None:
         self._pending.append(op)
         if self._writer is None or self._writer.done():
-            self._kick, self._idle = asyncio.Event(), asyncio.Event()
+            self._wake, self._kick, self._idle = asyncio.Event(), asyncio.Event(), asyncio.Event()
             self._writer = asyncio.get_running_loop().create_task(
                 self._write_behind(), name="toolweave-run-writer"
             )
-        assert self._idle is not None
+        assert self._wake is not None and self._idle is not None
         self._idle.clear()
+        self._wake.set()
 
     async def flush(self) -> None:
         """Wait until everything recorded with the `*_nowait` methods is in the database."""
@@ -199,23 +204,26 @@ class SqlRunStore:
                 batch, self._pending = self._pending, []
                 await self._write_batch(batch)
             return
-        assert self._kick is not None and self._idle is not None
+        assert self._wake is not None and self._kick is not None and self._idle is not None
         while self._pending or not self._idle.is_set():
             self._kick.set()
+            self._wake.set()
             await self._idle.wait()
 
     async def _write_behind(self) -> None:
-        assert self._kick is not None and self._idle is not None
-        kick, idle = self._kick, self._idle
+        """Each batch: wait for the first event, then `WRITE_BEHIND_SECONDS` (or a flush) for more."""
+        assert self._wake is not None and self._kick is not None and self._idle is not None
+        wake, kick, idle = self._wake, self._kick, self._idle
         while True:
             if not self._pending:
                 idle.set()
-                kick.clear()
-                await kick.wait()
+                wake.clear()
+                await wake.wait()
                 continue
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(WRITE_BEHIND_SECONDS):
-                    await kick.wait()
+            if not kick.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WRITE_BEHIND_SECONDS):
+                        await kick.wait()
             kick.clear()
             batch, self._pending = self._pending, []
             try:

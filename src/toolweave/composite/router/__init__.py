@@ -34,13 +34,14 @@ Call-time semantics (documented for users):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import mcp_types as types
 from jsonschema.protocols import Validator
 
+from toolweave.catalog.validation import fast_check
 from toolweave.composite.annotations import composite_annotations
 from toolweave.composite.base import BuildError, ResolvedTool, RunContext, ToolResolver
 from toolweave.composite.jsonschemas import accepts_unlisted, make_validator, properties_of, required_of
@@ -77,6 +78,8 @@ class Operation:
     validator: Validator | None
     secrets: frozenset[str] = frozenset()
     """Operation parameters holding secrets: their values never appear in a message."""
+    accepts: Callable[[Any], bool] | None = None
+    """A fast check that says only "valid" (`catalog.validation.fast_check`); jsonschema decides the rest."""
 
     def arguments_for(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         mapped: dict[str, Any] = {}
@@ -92,7 +95,7 @@ class Operation:
 
     def problems(self, mapped: Mapping[str, Any]) -> list[str]:
         """Why `mapped` does not fit the operation's schema, in the agent's (unified) terms."""
-        if self.validator is None:
+        if self.validator is None or (self.accepts is not None and self.accepts(mapped)):
             return []
         return sorted(self._problem(error, mapped) for error in self.validator.iter_errors(mapped))
 
@@ -366,8 +369,9 @@ def _operation(op: RouterOperation, target: ResolvedTool, exposed: Sequence[tupl
         passthrough=passthrough,
         fixed=dict(op.arguments),
         unified_names=unified_names,
-        validator=make_validator(target.tool.input_schema),
+        validator=(validator := make_validator(target.tool.input_schema)),
         secrets=secret_names(target.tool.input_schema),
+        accepts=fast_check(target.tool.input_schema) if validator is not None else None,
     )
 
 

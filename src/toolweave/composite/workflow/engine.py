@@ -235,7 +235,7 @@ class WorkflowRun:
         if outcome.skip_remaining and self.skipped_by is None:
             self.skipped_by = index
             self.stopping = True
-        await self._report(record)
+        await self._report(record, step)
 
     def _record(self, index: int, outcome: StepOutcome, latency_ms: float) -> StepRecord:
         """Keep a finished step's outcome: its record for `_meta`, its view for later templates."""
@@ -262,8 +262,13 @@ class WorkflowRun:
             self.workflow["step_count"] += 1
         return record
 
-    async def _report(self, record: StepRecord) -> None:
-        """Progress to the client and a checkpoint to the run store; neither may fail the workflow."""
+    async def _report(self, record: StepRecord, step: StepPlan | None = None) -> None:
+        """Progress to the client and a checkpoint to the run store; neither may fail the workflow.
+
+        The checkpoint goes through the store's write-behind (if it has one) unless the step
+        must not run twice: then it is durable before the workflow goes on, so a resume after
+        a crash finds the step done rather than "may have taken effect".
+        """
         self.finished += 1
         ctx = self.ctx
         if ctx.progress is not None:
@@ -274,7 +279,7 @@ class WorkflowRun:
         if ctx.runs is not None and ctx.run_id is not None:
             try:
                 nowait = getattr(ctx.runs, "checkpoint_nowait", None)  # the SQL store's write-behind
-                if nowait is not None:
+                if nowait is not None and (step is None or self._not_rerun(step) is None):
                     nowait(ctx.run_id, record, state={"steps": dict(self.entries)})
                 else:
                     await ctx.runs.checkpoint(ctx.run_id, record, state={"steps": dict(self.entries)})

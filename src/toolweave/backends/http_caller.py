@@ -1,0 +1,490 @@
+"""A lean `tools/call` for streamable-HTTP backends: one POST on a pooled HTTP/1.1 keep-alive connection.
+
+`MCPBackend` keeps its `mcp.Client` for connecting (discovery or the handshake),
+listings, resources, prompts, health pings and `subscriptions/listen`; only the hot
+`tools/call` goes through here. The SDK client costs ~0.3-0.4 ms of CPU per call and
+its HTTP stack (httpx2) another ~0.5 ms over a real socket; this caller is a few
+dozen microseconds: dicts in, dicts out, asyncio streams, orjson
+(docs/performance-notes.md §2, §5.5).
+
+Wire, per the revision the SDK client negotiated:
+- 2026-07-28: every request self-contained: `MCP-Protocol-Version`, `Mcp-Method`,
+  `Mcp-Name`, `Mcp-Param-*` (the SDK's own helpers, from the tool's listed
+  `x-mcp-header` annotations) and the `_meta` envelope the SDK client sends.
+  Cancelling a call closes its connection, which is the cancellation signal.
+- 2025-11-25: the SDK handshake's `Mcp-Session-Id` and `MCP-Protocol-Version`.
+
+A response is `application/json` or `text/event-stream` (progress notifications,
+then the response). A request that failed on a *reused* keep-alive connection before
+any byte of the answer arrived is sent once more on a fresh one (the server may have
+closed an idle connection just then); once an answer has started, never.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import itertools
+import logging
+import ssl
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from mcp.shared.inbound import encode_header_value, mcp_param_headers
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+
+logger = logging.getLogger("toolweave.backends")
+
+ProgressFn = Callable[[float, float | None, str | None], Any]
+NotificationHook = Callable[[str], None]
+HeaderMap = Mapping[tuple[str, ...], str]
+
+MAX_IDLE_CONNECTIONS = 32
+"""Idle keep-alive connections kept per backend; more are closed when they come back."""
+DRAIN_TIMEOUT = 5.0
+"""How long the end of an SSE body may take after its response event before the connection is dropped."""
+_HEAD_LIMIT = 1 << 16
+_OWN_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "accept",
+        "connection",
+        "transfer-encoding",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "mcp-method",
+        "mcp-name",
+    }
+)
+"""Headers this caller writes itself; a configured header of the same name is not sent twice."""
+
+_SERVER_REQUEST_REFUSALS = {
+    "sampling/createMessage": "Sampling not supported",
+    "elicitation/create": "Elicitation not supported",
+    "roots/list": "List roots not supported",
+}
+"""What the SDK client's default callbacks answer (the backend client registers none)."""
+
+
+class RpcError(Exception):
+    """The backend answered with a JSON-RPC error (or an HTTP error the SDK maps to one)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class Redirected(Exception):
+    """The backend answered 3xx: nothing ran; the SDK client (which follows same-origin redirects) takes over."""
+
+
+class _Stale(Exception):
+    """A reused connection failed before any byte of the answer: safe to send again."""
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment routes `url` through a proxy (httpx2 would honour it; this caller does not)."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    if not proxies.get(parts.scheme) and not proxies.get("all"):
+        return False
+    return not urllib.request.proxy_bypass(parts.hostname or "")
+
+
+class _Connection:
+    __slots__ = ("reader", "reused", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.reused = False
+
+    def usable(self) -> bool:
+        return not self.writer.is_closing() and not self.reader.at_eof()
+
+    def close(self) -> None:
+        transport = self.writer.transport
+        if not transport.is_closing():
+            transport.abort()
+
+
+class HttpToolCaller:
+    """`tools/call` for one streamable-HTTP backend; shared by every session and composite step."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        protocol_version: str,
+        headers: Mapping[str, str] | None = None,
+        envelope: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        header_maps: Mapping[str, HeaderMap] | None = None,
+        on_notification: NotificationHook | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.modern = envelope is not None
+        self._host = parts.hostname
+        self._port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._ssl: ssl.SSLContext | None = ssl.create_default_context() if parts.scheme == "https" else None
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        host_header = parts.netloc.rsplit("@", 1)[-1]
+        lines = [
+            f"POST {target} HTTP/1.1",
+            f"host: {host_header}",
+            "content-type: application/json",
+            "accept: application/json, text/event-stream",
+            f"mcp-protocol-version: {protocol_version}",
+        ]
+        if self.modern:
+            lines.append("mcp-method: tools/call")
+        if session_id:
+            lines.append(f"mcp-session-id: {session_id}")
+        for name, value in (headers or {}).items():
+            if name.lower() not in _OWN_HEADERS:
+                lines.append(f"{name}: {value}")
+        self._head = ("\r\n".join(lines) + "\r\n").encode("latin-1", "replace")
+        self._envelope = dict(envelope) if envelope is not None else None
+        self.header_maps: Mapping[str, HeaderMap] = header_maps or {}
+        self._on_notification = on_notification
+        self._ids = itertools.count(1)
+        self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()
+        self._closed = False
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- pool ------------------------------------------------------------------
+
+    async def _acquire(self) -> _Connection:
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.usable():
+                connection.reused = True
+                return connection
+            connection.close()
+        reader, writer = await asyncio.open_connection(
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            server_hostname=self._host if self._ssl else None,
+            limit=_HEAD_LIMIT,
+        )
+        return _Connection(reader, writer)
+
+    def _release(self, connection: _Connection, reusable: bool) -> None:
+        if reusable and not self._closed and len(self._idle) < MAX_IDLE_CONNECTIONS and connection.usable():
+            self._idle.append(connection)
+        else:
+            connection.close()
+
+    async def close(self) -> None:
+        """Close every connection (idle and in flight); calls in flight fail as connection errors."""
+        self._closed = True
+        for connection in [*self._idle, *self._busy]:
+            connection.close()
+        self._idle.clear()
+        for task in list(self._background):
+            task.cancel()
+
+    # -- calls -----------------------------------------------------------------
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any], *, progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
+        """The backend's `result` object for `tools/call name arguments`; raises RpcError for an error answer."""
+        request_id = next(self._ids)
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        meta: dict[str, Any] | None = dict(self._envelope) if self._envelope is not None else None
+        if progress is not None:
+            meta = meta if meta is not None else {}
+            meta["progressToken"] = request_id
+        if meta is not None:
+            params["_meta"] = meta
+        body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+        extra = f"mcp-name: {encode_header_value(name)}\r\n"
+        header_map = self.header_maps.get(name) if self.modern else None
+        if header_map:
+            for header, value in mcp_param_headers(header_map, arguments).items():
+                extra += f"{header}: {value}\r\n"
+        request = b"".join(
+            (self._head, extra.encode("latin-1"), b"content-length: %d\r\n\r\n" % len(body), body)
+        )
+        try:
+            return await self._exchange(request, request_id, progress)
+        except _Stale:
+            return await self._exchange(request, request_id, progress, fresh_only=True)
+
+    async def _exchange(
+        self, request: bytes, request_id: int, progress: ProgressFn | None, *, fresh_only: bool = False
+    ) -> dict[str, Any]:
+        if fresh_only:
+            for connection in self._idle:
+                connection.close()
+            self._idle.clear()
+        connection = await self._acquire()
+        self._busy.add(connection)
+        reusable = False
+        try:
+            try:
+                connection.writer.write(request)
+                head = await connection.reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError) as error:
+                partial = getattr(error, "partial", b"")
+                if connection.reused and not partial:
+                    raise _Stale from error
+                raise
+            message, reusable = await self._response(connection, head, request_id, progress)
+            return _result_of(message)
+        finally:
+            self._busy.discard(connection)
+            self._release(connection, reusable)
+
+    async def _response(
+        self, connection: _Connection, head: bytes, request_id: int, progress: ProgressFn | None
+    ) -> tuple[dict[str, Any], bool]:
+        """The JSON-RPC response for `request_id`, and whether the connection can be reused."""
+        status, headers = _parse_head(head)
+        reader = connection.reader
+        keep_alive = headers.get("connection", "").lower() != "close"
+        content_type = headers.get("content-type", "").lower()
+        if 300 <= status < 400:
+            await _read_body(reader, headers)
+            raise Redirected(f"HTTP {status} to {headers.get('location', '?')}")
+        if status == 202:
+            await _read_body(reader, headers)
+            raise RpcError(INVALID_REQUEST, "server answered a request with 202 Accepted")
+        if status >= 400:
+            body = await _read_body(reader, headers)
+            raise _http_error(status, content_type, body, modern=self.modern)
+        if content_type.startswith("application/json"):
+            body = await _read_body(reader, headers)
+            try:
+                message = orjson.loads(body)
+            except orjson.JSONDecodeError as error:
+                raise RpcError(PARSE_ERROR, f"Failed to parse JSON response: {error}") from error
+            return _checked_message(message), keep_alive and _delimited(headers)
+        if content_type.startswith("text/event-stream"):
+            return await self._sse(reader, headers, request_id, progress, keep_alive)
+        await _read_body(reader, headers)
+        raise RpcError(INVALID_REQUEST, f"Unexpected content type: {content_type}")
+
+    async def _sse(
+        self,
+        reader: asyncio.StreamReader,
+        headers: dict[str, str],
+        request_id: int,
+        progress: ProgressFn | None,
+        keep_alive: bool,
+    ) -> tuple[dict[str, Any], bool]:
+        chunks = _body_chunks(reader, headers)
+        events = _SseEvents()
+        response: dict[str, Any] | None = None
+        try:
+            async for data in chunks:
+                for payload in events.feed(data):
+                    message = orjson.loads(payload)
+                    if not isinstance(message, dict):
+                        continue
+                    if "method" in message:
+                        await self._server_message(message, request_id, progress)
+                    elif message.get("id") == request_id and ("result" in message or "error" in message):
+                        response = message
+                        break
+                if response is not None:
+                    break
+            if response is None:
+                raise EOFError("the event stream ended without a response")
+            # read to the end of the body so the connection can carry the next call
+            try:
+                async with asyncio.timeout(DRAIN_TIMEOUT):
+                    async for _rest in chunks:
+                        pass
+            except TimeoutError:
+                return _checked_message(response), False
+            return _checked_message(response), keep_alive and _delimited(headers)
+        finally:
+            await chunks.aclose()
+
+    async def _server_message(
+        self, message: dict[str, Any], request_id: int, progress: ProgressFn | None
+    ) -> None:
+        method = message.get("method")
+        params = message.get("params") or {}
+        if "id" in message:  # a request from the server (handshake era): answered as the SDK client would
+            self._answer_later(message)
+            return
+        if method == "notifications/progress":
+            if progress is None or params.get("progressToken") != request_id:
+                return
+            value = params.get("progress")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                outcome = progress(value, params.get("total"), params.get("message"))
+                if inspect.isawaitable(outcome):
+                    await outcome
+        elif isinstance(method, str) and method.endswith("/list_changed") and self._on_notification:
+            self._on_notification(method)
+
+    def _answer_later(self, request: dict[str, Any]) -> None:
+        method = request.get("method")
+        if method == "ping":
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"], "result": {}}
+        else:
+            refusal = _SERVER_REQUEST_REFUSALS.get(str(method))
+            error = (
+                {"code": INVALID_REQUEST, "message": refusal}
+                if refusal
+                else {"code": METHOD_NOT_FOUND, "message": "Method not found"}
+            )
+            reply = {"jsonrpc": "2.0", "id": request["id"], "error": error}
+        task = asyncio.get_running_loop().create_task(self._post_reply(orjson.dumps(reply)))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _post_reply(self, body: bytes) -> None:
+        request = b"".join((self._head, b"content-length: %d\r\n\r\n" % len(body), body))
+        connection = await self._acquire()
+        reusable = False
+        try:
+            connection.writer.write(request)
+            _status, headers = _parse_head(await connection.reader.readuntil(b"\r\n\r\n"))
+            await _read_body(connection.reader, headers)
+            reusable = True
+        except (OSError, EOFError, ValueError):
+            logger.debug("answering a server request failed", exc_info=True)
+        finally:
+            self._release(connection, reusable)
+
+
+# -- HTTP/1.1 and SSE parsing ------------------------------------------------------
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+    lines = head.decode("latin-1").split("\r\n")
+    status_line = lines[0].split(" ", 2)
+    if len(status_line) < 2 or not status_line[0].startswith("HTTP/"):
+        raise ValueError(f"not an HTTP response: {lines[0][:80]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, _, value = line.partition(":")
+        key = name.strip().lower()
+        value = value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return int(status_line[1]), headers
+
+
+def _chunked(headers: Mapping[str, str]) -> bool:
+    return "chunked" in headers.get("transfer-encoding", "").lower()
+
+
+def _delimited(headers: Mapping[str, str]) -> bool:
+    """A body with a known end (a length, or chunked); one that runs to the connection's end ends it."""
+    return "content-length" in headers or _chunked(headers)
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
+    if _chunked(headers):
+        return b"".join([chunk async for chunk in _body_chunks(reader, headers)])
+    length = headers.get("content-length")
+    if length is not None:
+        return await reader.readexactly(int(length))
+    return await reader.read()  # delimited by the end of the connection
+
+
+async def _body_chunks(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> Any:
+    """The body as it arrives: chunk by chunk (chunked), or in reads up to its length or the end."""
+    if _chunked(headers):
+        while True:
+            size_line = await reader.readline()
+            if not size_line.endswith(b"\n"):
+                raise EOFError("the connection closed inside a chunked body")
+            size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return
+            chunk = await reader.readexactly(size)
+            await reader.readexactly(2)
+            yield chunk
+    length = headers.get("content-length")
+    if length is not None:
+        remaining = int(length)
+        while remaining > 0:
+            chunk = await reader.read(min(remaining, 1 << 16))
+            if not chunk:
+                raise EOFError("the connection closed inside the body")
+            remaining -= len(chunk)
+            yield chunk
+        return
+    while chunk := await reader.read(1 << 16):
+        yield chunk
+
+
+class _SseEvents:
+    """Incremental `text/event-stream` parsing: the `data` of each complete event."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buffer = (self._buffer + data).replace(b"\r\n", b"\n")
+        events: list[bytes] = []
+        while True:
+            end = buffer.find(b"\n\n")
+            if end < 0:
+                break
+            event, buffer = buffer[:end], buffer[end + 2 :]
+            lines = [line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
+            if lines:
+                events.append(b"\n".join(line[1:] if line.startswith(b" ") else line for line in lines))
+        self._buffer = buffer
+        return events
+
+
+def _checked_message(message: Any) -> dict[str, Any]:
+    if not isinstance(message, dict) or ("result" not in message and "error" not in message):
+        raise ValueError("the answer is not a JSON-RPC response")
+    return message
+
+
+def _result_of(message: dict[str, Any]) -> dict[str, Any]:
+    error = message.get("error")
+    if error is not None:
+        if not isinstance(error, dict):
+            raise ValueError("malformed JSON-RPC error")
+        raise RpcError(
+            int(error.get("code", INTERNAL_ERROR)), str(error.get("message", "")), error.get("data")
+        )
+    result = message["result"]
+    if not isinstance(result, dict):
+        raise ValueError("the JSON-RPC result is not an object")
+    return result
+
+
+def _http_error(status: int, content_type: str, body: bytes, *, modern: bool) -> RpcError:
+    """What the SDK's streamable-HTTP transport makes of a non-2xx answer."""
+    if content_type.startswith("application/json"):
+        with contextlib.suppress(ValueError):
+            message = orjson.loads(body)
+            error = message.get("error") if isinstance(message, dict) else None
+            if isinstance(error, dict) and "code" in error:
+                return RpcError(int(error["code"]), str(error.get("message", "")), error.get("data"))
+    if status == 404:
+        if modern:
+            return RpcError(METHOD_NOT_FOUND, "Not Found")
+        return RpcError(INVALID_REQUEST, "Session terminated")
+    return RpcError(INTERNAL_ERROR, "Server returned an error response")

@@ -1,0 +1,141 @@
+"""HTTP backends call tools through the lean caller on the wire their SDK client negotiated (2026-07-28 or
+2025-11-25), with progress and `Mcp-Param-*` headers, and hand a call to the SDK client only where its own
+logic is needed (a stale header map)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from toolweave.backends import mcp as mcp_module
+from toolweave.backends.mcp import MCPBackend
+from toolweave.config import BackendConfig
+from tw_testing import free_port, text, wait_until
+
+MODES = [pytest.param("auto", id="2026-07-28"), pytest.param("legacy", id="2025-11-25")]
+
+app_server = MCPServer("leanserver")
+
+
+@app_server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def steps(count: int, ctx: Context) -> str:
+    """Report progress `count` times."""
+    for index in range(1, count + 1):
+        await ctx.report_progress(index, count, f"step {index}")
+    return f"{count} steps"
+
+
+@app_server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def regional(
+    region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], item: str = ""
+) -> str:
+    """A tool whose `region` argument is mirrored into an `Mcp-Param-Region` header."""
+    return f"{item} in {region}"
+
+
+@app_server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def total(a: int, b: int) -> dict[str, int]:
+    """Structured output, checked against its output schema."""
+    return {"sum": a + b}
+
+
+@pytest.fixture
+async def lean_url() -> AsyncIterator[str]:
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app_server.streamable_http_app(),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
+    )
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve())
+    await wait_until(lambda: server.started, timeout=15, what="uvicorn started")
+    yield f"http://127.0.0.1:{port}/mcp"
+    server.should_exit = True
+    await task
+
+
+@pytest.fixture
+async def backend(
+    lean_url: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Any]:
+    mode = request.param
+    if mode == "legacy":
+        monkeypatch.setattr(mcp_module, "Client", functools.partial(Client, mode="legacy"))
+    backend = MCPBackend(BackendConfig.model_validate({"name": "lean", "url": lean_url}))
+    await backend.start()
+    assert await backend.wait_ready(15), backend.last_error
+    sdk_calls: list[str] = []
+    client = backend._client
+    assert client is not None
+    original = client.call_tool
+
+    async def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        sdk_calls.append(name)
+        return await original(name, *args, **kwargs)
+
+    client.call_tool = counted  # type: ignore[method-assign]
+    backend.sdk_calls = sdk_calls  # type: ignore[attr-defined]
+    yield backend
+    await backend.stop()
+
+
+@pytest.mark.parametrize("backend", MODES, indirect=True)
+async def test_calls_take_the_lean_path(backend: Any) -> None:
+    caller = backend._caller
+    assert caller is not None
+    assert caller.modern == (backend._client.protocol_version == "2026-07-28")
+    seen: list[tuple[Any, ...]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    result = await backend.call_tool("steps", {"count": 3}, progress=progress)
+    assert text(result) == "3 steps"
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    added = await backend.call_tool("total", {"a": 2, "b": 40})
+    assert not added.is_error and added.structured_content == {"sum": 42}
+    assert "io.modelcontextprotocol/serverInfo" not in (added.meta or {})
+    assert (
+        text(await backend.call_tool("regional", {"region": "eu west", "item": "bike"})) == "bike in eu west"
+    )
+    assert backend.sdk_calls == []  # every call above went through the lean caller
+
+
+@pytest.mark.parametrize("backend", [MODES[0]], indirect=True)
+async def test_a_stale_header_map_hands_the_call_to_the_sdk(backend: Any) -> None:
+    backend._caller.header_maps = {}  # as if the tool gained its x-mcp-header after our last listing
+    result = await backend.call_tool("regional", {"region": "north", "item": "sled"})
+    assert text(result) == "sled in north"
+    assert backend.sdk_calls == ["regional"]  # rejected with HEADER_MISMATCH, nothing ran; sent once more
+    await wait_until(lambda: bool(backend._caller.header_maps), what="lists refreshed")
+
+
+@pytest.mark.parametrize("backend", MODES, indirect=True)
+async def test_tool_errors_and_unknown_tools(backend: Any) -> None:
+    bad = await backend.call_tool("total", {"a": "x", "b": 1})
+    assert bad.is_error
+    unknown = await backend.call_tool("no_such_tool", {})
+    assert unknown.is_error and "no_such_tool" in text(unknown)
+    assert backend.status == "connected"
+
+
+@pytest.mark.parametrize("backend", MODES, indirect=True)
+async def test_calls_in_parallel_share_the_pool(backend: Any) -> None:
+    results = await asyncio.gather(*(backend.call_tool("total", {"a": i, "b": i}) for i in range(12)))
+    assert [r.structured_content["sum"] for r in results] == [2 * i for i in range(12)]
+    assert 1 <= len(backend._caller._idle) <= 12
