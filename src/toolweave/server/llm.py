@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2 as httpx  # the HTTP client the MCP SDK already brings; no extra dependency
 
 from toolweave.export.describe import FULL_DESCRIPTION_CHARS, summary_of
 
