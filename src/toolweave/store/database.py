@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -292,7 +293,7 @@ def _install_sqlite_hooks(engine: AsyncEngine, *, wal: bool, busy_timeout_ms: in
             cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             cursor.execute("PRAGMA foreign_keys = ON")
             if wal:
-                cursor.execute("PRAGMA journal_mode = WAL")
+                _enable_wal(cursor)
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
@@ -300,3 +301,25 @@ def _install_sqlite_hooks(engine: AsyncEngine, *, wal: bool, busy_timeout_ms: in
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
         conn.exec_driver_sql(conn.get_execution_options().get(_BEGIN_OPTION, "BEGIN"))
+
+
+def _enable_wal(cursor: Any, attempts: int = 100) -> None:
+    """Switch the file to WAL once; retry while another connection holds the lock.
+
+    Changing the journal mode needs an exclusive lock and SQLite reports "database is
+    locked" at once instead of honouring busy_timeout, so gateways starting together
+    on a fresh file would otherwise race. The mode is persistent: later connections
+    find it already set and skip the switch.
+    """
+    cursor.execute("PRAGMA journal_mode")
+    row = cursor.fetchone()
+    if row is not None and str(row[0]).lower() == "wal":
+        return
+    for attempt in range(attempts):
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except Exception as error:
+            if "locked" not in str(error).lower() or attempt == attempts - 1:
+                raise
+            time.sleep(0.02 + 0.01 * min(attempt, 10))
