@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from toolweave.backends.python import tool  # noqa: E402
-from toolweave.gateway import Gateway  # noqa: E402
+from toolweave.backends.python import tool
+from toolweave.gateway import Gateway
 
 __all__ = ["Gateway", "__version__", "tool"]

@@ -11,7 +11,9 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-RunStatus = Literal["running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required"]
+RunStatus = Literal[
+    "running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required"
+]
 
 
 @dataclass(slots=True)
@@ -25,7 +27,12 @@ class StepRecord:
     error: str | None = None
 
     def summary(self) -> dict[str, Any]:
-        return {"id": self.id, "status": self.status, "attempts": self.attempts, "latency_ms": self.latency_ms}
+        return {
+            "id": self.id,
+            "status": self.status,
+            "attempts": self.attempts,
+            "latency_ms": self.latency_ms,
+        }
 
 
 @dataclass(slots=True)
@@ -68,7 +75,12 @@ class RunStore(Protocol):
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None: ...
 
     async def list_runs(
-        self, *, tenant: str | None = None, tool: str | None = None, status: str | None = None, limit: int = 50
+        self,
+        *,
+        tenant: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
     ) -> list[RunRecord]: ...
 
 
@@ -102,7 +114,12 @@ class MemoryRunStore:
         return record
 
     async def list_runs(
-        self, *, tenant: str | None = None, tool: str | None = None, status: str | None = None, limit: int = 50
+        self,
+        *,
+        tenant: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
     ) -> list[RunRecord]:
         out = []
         for record in reversed(self._runs.values()):

@@ -52,6 +52,8 @@ def issues_from_validation(error: ValidationError, prefix: str = "") -> list[Con
     """Turn pydantic's errors into path-addressed issues (`a.b[2].c: message`)."""
     issues = []
     for item in error.errors():
-        parts: Iterable[str | int] = [p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        parts: Iterable[str | int] = [
+            p for p in item["loc"] if not (isinstance(p, str) and p.startswith("function-"))
+        ]
         issues.append(ConfigIssue(join_path(prefix, *parts), _friendly(item)))
     return issues

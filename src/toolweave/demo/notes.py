@@ -7,7 +7,10 @@ from typing import Any
 from toolweave import tool
 
 NOTES: dict[str, dict[str, str]] = {
-    "n1": {"title": "Deploy checklist", "body": "Run the migrations, deploy to staging, verify health, then prod."},
+    "n1": {
+        "title": "Deploy checklist",
+        "body": "Run the migrations, deploy to staging, verify health, then prod.",
+    },
     "n2": {"title": "On-call handbook", "body": "Page the primary first; escalate after 15 minutes."},
     "n3": {"title": "Gateway design", "body": "One executor per session; composites re-enter through it."},
     "n4": {"title": "Search tips", "body": "Use fan-out to search notes and docs in one call."},
