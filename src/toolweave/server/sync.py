@@ -39,6 +39,7 @@ import contextlib
 import hashlib
 import logging
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -160,7 +161,7 @@ def _import_redis() -> Any:
 # -- the transports ----------------------------------------------------------------
 
 
-class _Transport:
+class _Transport(ABC):
     name = "none"
 
     def __init__(self, feed: ChangeFeed) -> None:
@@ -183,11 +184,13 @@ class _Transport:
     def describe(self) -> str:
         return self.name
 
+    @abstractmethod
     async def _listen_once(self) -> None:
-        raise NotImplementedError
+        """Connect, subscribe, and deliver messages until the connection ends."""
 
+    @abstractmethod
     async def publish(self, payload: bytes) -> None:
-        raise NotImplementedError
+        """Send one change to the other gateways."""
 
     async def close(self) -> None:
         return None
