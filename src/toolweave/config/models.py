@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from toolweave.config._base import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, Pattern, StrictModel
+from toolweave.config.http_api import HttpAction, HttpAuth, check_filter
 
 
 class GatewayConfig(StrictModel):
@@ -84,6 +85,24 @@ class BackendConfig(StrictModel):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     python: str | None = None
+    openapi: str | None = None
+    """An HTTP API described by an OpenAPI 3.x / Swagger 2.0 document (a path or an http(s) URL)."""
+    http: str | None = None
+    """An HTTP API given by declared `actions`: their base URL."""
+    # HTTP APIs (openapi / http) only; see config/http_api.py:
+    base_url: str | None = None
+    """openapi: where to send calls (default: the document's first server)."""
+    include: list[str] = Field(default_factory=list)
+    """openapi: only these operations (operationId glob, `tag:GLOB`, `path:GLOB`)."""
+    exclude: list[str] = Field(default_factory=list)
+    actions: list[HttpAction] = Field(default_factory=list)
+    auth: HttpAuth | None = None
+    retries: int = Field(default=2, ge=0, le=10)
+    """Retries of idempotent calls after a connection error, a timeout or a 502/503/504."""
+    max_response_bytes: int = Field(default=8 << 20, ge=1024)
+    """A larger response is refused (an error result) instead of being read whole."""
+    output_schema: bool = True
+    """Advertise (and check responses against) the JSON object schema of each operation's 2xx response."""
     # behaviour:
     enabled: bool = True
     namespace: bool = True
@@ -112,22 +131,62 @@ class BackendConfig(StrictModel):
             raise ValueError(f"url {value!r} must start with http:// or https://")
         return value
 
+    @field_validator("http", "base_url")
+    @classmethod
+    def _base_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} must start with http:// or https://")
+        return value.rstrip("/") if value is not None else None
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _filters(cls, value: list[str]) -> list[str]:
+        return [check_filter(item) for item in value]
+
     @model_validator(mode="after")
     def _exactly_one_transport(self) -> BackendConfig:
-        given = [key for key in ("command", "url", "python") if getattr(self, key)]
+        given = [key for key in ("command", "url", "python", "openapi", "http") if getattr(self, key)]
         if len(given) != 1:
             found = ", ".join(given) if given else "none"
             raise ValueError(
-                f"a backend needs exactly one of 'command' (stdio), 'url' (HTTP) or 'python' (in-process); "
-                f"found {found}"
+                f"a backend needs exactly one of 'command' (stdio), 'url' (HTTP MCP), 'python' (in-process), "
+                f"'openapi' (an OpenAPI document) or 'http' (declared HTTP actions); found {found}"
             )
+        return self._http_api_keys_fit()
+
+    def _http_api_keys_fit(self) -> BackendConfig:
+        owners = {"base_url": "openapi", "include": "openapi", "exclude": "openapi", "actions": "http"}
+        problems = [
+            f"'{key}' needs '{owner}'"
+            for key, owner in owners.items()
+            if getattr(self, key) and not getattr(self, owner)
+        ]
+        if self.auth is not None and not self.is_http_api:
+            problems.append("'auth' needs 'openapi' or 'http'")
+        if problems:
+            raise ValueError("; ".join(problems) + " (these keys belong to HTTP API backends)")
+        if self.http and not self.actions:
+            raise ValueError("an 'http' backend needs at least one [[backends.actions]] entry")
+        names = [action.name for action in self.actions]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate action name(s): {', '.join(duplicates)}")
         return self
 
     @property
-    def transport(self) -> Literal["stdio", "http", "python"]:
+    def transport(self) -> Literal["stdio", "http", "python", "openapi", "http-actions"]:
         if self.command:
             return "stdio"
-        return "http" if self.url else "python"
+        if self.url:
+            return "http"
+        if self.openapi:
+            return "openapi"
+        return "http-actions" if self.http else "python"
+
+    @property
+    def is_http_api(self) -> bool:
+        """An HTTP API (OpenAPI document or declared actions) rather than an MCP server or Python module."""
+        return bool(self.openapi or self.http)
 
 
 class PolicyRule(StrictModel):
