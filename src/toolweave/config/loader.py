@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from toolweave.config._base import split_tool_ref
 from toolweave.config.errors import ConfigError, ConfigIssue, issues_from_validation, join_path
 from toolweave.config.fanout import FanoutDef
-from toolweave.config.models import Config
+from toolweave.config.models import BackendConfig, Config
 from toolweave.config.router import RouterDef
 from toolweave.config.workflow import WorkflowDef
 
@@ -68,7 +68,9 @@ def parse_config(
     paths: list[str] = []
     composites = load_composites(composite_raw, base_dir, own_issues, paths)
     if config is not None:
-        config = config.model_copy(update={"composite_tools": composites})
+        config = config.model_copy(
+            update={"composite_tools": composites, "backends": _documents_from(config.backends, base_dir)}
+        )
         backends = [(backend.name, backend.namespace) for backend in config.backends]
         separator = config.gateway.separator
     else:  # still report duplicates and unknown references now, not after the other fixes
@@ -77,6 +79,20 @@ def parse_config(
     if issues is None and own_issues:
         raise ConfigError(own_issues, source)
     return config
+
+
+def _documents_from(backends: list[BackendConfig], base_dir: Path) -> list[BackendConfig]:
+    """A relative `openapi` path is relative to the config file's folder, like composite `file`s."""
+    out = []
+    for backend in backends:
+        document = backend.openapi
+        if document and not document.startswith(("http://", "https://")):
+            path = Path(document).expanduser()
+            backend = backend.model_copy(
+                update={"openapi": str(path if path.is_absolute() else base_dir / path)}
+            )
+        out.append(backend)
+    return out
 
 
 def load_composites(

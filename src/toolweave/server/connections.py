@@ -52,8 +52,8 @@ class TenantBackends:
         self._closing: set[asyncio.Task[None]] = set()
 
     async def __call__(self, backend: Backend, session: Session) -> Backend:
-        if not backend.config.url:
-            return backend  # connections are HTTP headers; stdio and Python backends have none
+        if not backend.config.url and not backend.config.is_http_api:
+            return backend  # connections are HTTP credentials; stdio and Python backends have none
         key = (session.tenant, backend.name)
         found = self._cache.get(key)
         if found is not None and (found[1] is not _NONE or found[0] > time.monotonic()):
@@ -73,6 +73,9 @@ class TenantBackends:
             return own
 
     async def _open(self, shared: Backend, tenant: str | None, headers: dict[str, str]) -> Backend:
+        view = getattr(shared, "connection_view", None)
+        if view is not None:  # an HTTP API: the same client, the tenant's credentials (no session to open)
+            return view(headers, f"the connection of tenant {tenant!r}" if tenant else "the local connection")
         config = shared.config.model_copy(update={"headers": {**shared.config.headers, **headers}})
         own = MCPBackend(config)
         await own.start()

@@ -66,6 +66,8 @@ class OperationSpec:
     """Where the operation is in its document (`/paths/~1pets/get`), for messages."""
     headers: tuple[tuple[str, str], ...] = ()
     """Fixed header templates (declared actions); `{arg}` placeholders filled per call."""
+    fixed_query: tuple[tuple[str, str], ...] = ()
+    """Literal query pairs of a declared action's URL (`?units=metric`), sent as written."""
 
     @property
     def label(self) -> str:

@@ -40,11 +40,12 @@ def _check_backend(rt: ServerRuntime, backend: str) -> None:
     config = rt.gateway.config.backend(backend)
     if config is None:
         raise ApiError(404, "not_found", f"no backend {backend!r} in the config")
-    if config.transport != "http":
+    if config.transport != "http" and not config.is_http_api:
         raise ApiError(
             422,
             "not_http",
-            f"backend {backend!r} is a {config.transport} backend; connections are headers for HTTP MCP backends",
+            f"backend {backend!r} is a {config.transport} backend; connections are for HTTP MCP backends "
+            "and HTTP APIs",
             [("backend", f"is {config.transport}")],
         )
 

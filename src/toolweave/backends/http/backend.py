@@ -1,0 +1,527 @@
+"""HTTP APIs as backends: an OpenAPI document (`openapi = ...`) or declared actions (`http = ...`).
+
+One `httpx2.AsyncClient` per backend (keep-alive, at most `max_concurrency`
+connections, default 64) serves every call of every session and tenant.
+
+Start-up loads and converts the document off the event loop, publishes the
+tools, and then validates the document in a child process (the validator is
+CPU-heavy on large documents) and logs what it finds; `toolweave validate`
+waits for that verdict. A document URL that cannot be fetched is tried again
+with backoff, like an MCP server that is down.
+
+A call: arguments → request (`encoding`), credentials (`auth`) for the caller,
+send with a deadline of the tool's timeout, retry idempotent methods after a
+connection failure or a 502/503/504, follow same-origin redirects only (the
+credentials never go to another host), read at most `max_response_bytes`, and
+turn the response into a result (`results`). Messages name the operation
+(`GET /pets/{petId}`), never the final URL, which may carry a query API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import orjson
+
+from toolweave.backends.base import Backend, unavailable_result
+from toolweave.backends.http.actions import action_spec
+from toolweave.backends.http.auth import (
+    AuthPlan,
+    AuthUnavailable,
+    Credentials,
+    TokenCache,
+    apply_auth,
+    config_credentials,
+    missing_fields,
+    missing_message,
+    plan_auth,
+)
+from toolweave.backends.http.encoding import ArgumentError, build_request
+from toolweave.backends.http.results import error_response, excerpt, scrub, success_response
+from toolweave.backends.openapi import (
+    MAX_DOCUMENT_BYTES,
+    ConvertOptions,
+    Document,
+    DocumentUnusable,
+    OperationSpec,
+    Problem,
+    convert,
+    is_url,
+    parse_document,
+    read_file,
+)
+from toolweave.config.models import BackendConfig
+from toolweave.results import error_result
+
+logger = logging.getLogger("toolweave.backends.http")
+
+DEFAULT_CONNECTIONS = 64
+MAX_KEEPALIVE = 32
+MAX_REDIRECTS = 5
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+VALIDATION_TIMEOUT = 600.0
+SEPARATOR_ROOM = 4
+"""The longest `gateway.separator`; tool names leave room for it in the 64-character exposed name."""
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
+_RETRY_STATUS = frozenset({502, 503, 504})
+
+
+class HttpApiBackend(Backend):
+    """The tools of one HTTP API; calls go out on one shared keep-alive client."""
+
+    def __init__(self, config: BackendConfig, **_options: Any) -> None:
+        super().__init__(config)
+        self._ops: dict[str, OperationSpec] = {}
+        self._validators: dict[str, Any] = {}
+        self._client: httpx2.AsyncClient | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._validation: asyncio.Task[list[Problem]] | None = None
+        self._semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
+        self.base_url: str | None = None
+        self.plan: AuthPlan | None = None
+        self.credentials = config_credentials(config.auth, config.headers)
+        self.tokens = TokenCache()
+        self.skipped: list[Problem] = []
+        self.notes: list[Problem] = []
+        self.document: Document | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._task is not None:
+            return
+        connections = self.config.max_concurrency or DEFAULT_CONNECTIONS
+        self._client = httpx2.AsyncClient(
+            limits=httpx2.Limits(
+                max_connections=connections, max_keepalive_connections=min(connections, MAX_KEEPALIVE)
+            ),
+            timeout=httpx2.Timeout(self.config.timeout, connect=self.config.connect_timeout),
+            follow_redirects=False,
+            headers={"User-Agent": "toolweave"},
+        )
+        self._task = asyncio.create_task(self._load_until_ready(), name=f"backend:{self.name}")
+
+    async def stop(self) -> None:
+        for task in (self._task, self._validation):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        self._set_status("stopped")
+        self._ready.set()
+
+    async def _load_until_ready(self) -> None:
+        backoff = INITIAL_BACKOFF
+        while True:
+            try:
+                await self._load()
+            except DocumentUnusable as error:
+                message = str(error)
+            except ValueError as error:  # a config that does not fit the document (auth, base_url)
+                message = str(error)
+                self._fail(message)
+                return
+            else:
+                self._ready.set()
+                return
+            self._fail(message)
+            if not (self.config.openapi and is_url(self.config.openapi)):
+                return  # a local file does not change by waiting
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def _fail(self, message: str) -> None:
+        logger.error("backend %s: %s", self.name, message)
+        self._set_status("failed" if not self._ready.is_set() else "reconnecting", message)
+        self._ready.set()
+
+    async def _load(self) -> None:
+        if self.config.http:
+            specs = [action_spec(action, self.config.http) for action in self.config.actions]
+            self.base_url = self.config.http
+            self.plan = plan_auth(self.config.auth, None)
+            self._publish(specs)
+            return
+        document = await self._read_document()
+        self.plan = plan_auth(self.config.auth, document.data)
+        options = ConvertOptions(
+            include=self.config.include,
+            exclude=self.config.exclude,
+            name_room=_name_room(self.config),
+            auth_param=self.plan.param if self.plan is not None else None,
+            output_schema=self.config.output_schema,
+        )
+        conversion = await asyncio.to_thread(convert, document, options)
+        base = self.config.base_url or conversion.base_url
+        if not base:
+            raise ValueError(
+                f"the document {self.config.openapi} names no absolute server URL; set base_url on the backend"
+            )
+        self.document, self.base_url = document, base.rstrip("/")
+        self.skipped, self.notes = conversion.skipped, conversion.notes
+        for problem in conversion.skipped:
+            logger.warning("backend %s: operation skipped: %s", self.name, problem)
+        self._publish(conversion.operations)
+        self._validation = asyncio.create_task(self._validate(document), name=f"validate:{self.name}")
+
+    async def _read_document(self) -> Document:
+        source = self.config.openapi or ""
+        if not is_url(source):
+            raw, where = await asyncio.to_thread(read_file, source, Path.cwd())
+            return await asyncio.to_thread(parse_document, raw, where)
+        assert self._client is not None
+        try:
+            async with self._client.stream(
+                "GET", source, headers={"Accept": "application/json, */*"}
+            ) as response:
+                if response.status_code != 200:
+                    raise DocumentUnusable(
+                        f"cannot fetch the OpenAPI document {source}: HTTP {response.status_code}"
+                    )
+                raw = await _read_bounded(response, MAX_DOCUMENT_BYTES)
+        except httpx2.HTTPError as error:
+            raise DocumentUnusable(
+                f"cannot fetch the OpenAPI document {source}: {_transport_reason(error)}"
+            ) from None
+        if raw is None:
+            raise DocumentUnusable(
+                f"the OpenAPI document {source} is over {MAX_DOCUMENT_BYTES} bytes; refused"
+            )
+        return await asyncio.to_thread(parse_document, raw, source)
+
+    def _publish(self, specs: list[OperationSpec]) -> None:
+        self._ops = {spec.tool: spec for spec in specs}
+        self._validators = {}
+        self.tools = [_tool(spec) for spec in specs]
+        self._set_status("connected")
+
+    async def _validate(self, document: Document) -> list[Problem]:
+        """The validator's verdict, from a child process; logged once, kept for `problems()`."""
+        problems = await _validate_in_child(document.data)
+        for problem in problems[:20]:
+            logger.warning("backend %s: document problem %s", self.name, problem)
+        if len(problems) > 20:
+            logger.warning(
+                "backend %s: %d more document problems (toolweave validate lists them)",
+                self.name,
+                len(problems) - 20,
+            )
+        return problems
+
+    async def problems(self) -> list[str]:
+        """What `toolweave validate` reports: the document's problems (waits for the validator)."""
+        if self._validation is None:
+            return []
+        return [f"{self.config.openapi}{problem}" for problem in await self._validation]
+
+    def warnings(self) -> list[str]:
+        """Operations skipped or converted with something left out (reported, not failed)."""
+        return [f"skipped {problem}" for problem in self.skipped] + [
+            f"note {problem}" for problem in self.notes
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["skipped_operations"] = len(self.skipped)
+        return info
+
+    # -- tenants -------------------------------------------------------------------
+
+    def connection_view(self, connection: Mapping[str, str], owner: str) -> Backend:
+        """This backend with a tenant's connection laid over the config's credentials (same client)."""
+        return _TenantView(self, self.credentials.over(connection, self.plan, owner))
+
+    # -- calls ---------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: Any = None,
+    ) -> types.CallToolResult:
+        return await self.call_with(name, arguments, timeout, self.credentials)
+
+    async def call_with(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, creds: Credentials
+    ) -> types.CallToolResult:
+        op = self._ops.get(name)
+        if self.status != "connected" or self._client is None:
+            return unavailable_result(self.name, self.status, self.last_error)
+        if op is None:
+            return error_result(f"backend {self.name!r} has no tool {name!r}")
+        limit = timeout if timeout is not None else self.config.timeout
+        try:
+            async with asyncio.timeout(limit):
+                if self._semaphore is None:
+                    return await self._send(op, arguments, creds, limit)
+                async with self._semaphore:
+                    return await self._send(op, arguments, creds, limit)
+        except TimeoutError:
+            return error_result(
+                f"{op.label} on backend {self.name!r} timed out after {limit:g}s: the API did not answer in time"
+                + ("" if op.method in _IDEMPOTENT else "; it may or may not have acted on the request")
+            )
+
+    async def _send(
+        self, op: OperationSpec, arguments: Mapping[str, Any], creds: Credentials, limit: float
+    ) -> types.CallToolResult:
+        assert self._client is not None and self.base_url is not None
+        try:
+            parts = build_request(op, arguments)
+        except ArgumentError as error:
+            return error_result(f"{op.label}: {error}. Nothing was called.")
+        headers = {**creds.headers, "Accept": op.accept, **parts.headers}
+        plan = self.plan if op.needs_auth else None
+        if plan is not None:
+            missing = missing_fields(plan, creds)
+            if missing:
+                return error_result(missing_message(self.name, plan, creds, missing))
+        secrets = creds.secrets
+        token: str | None = None
+        refreshed = False
+        attempt = 0
+        url: str | None = None
+        redirects = 0
+        while True:
+            request_headers = dict(headers)
+            query, cookies = list(parts.query), list(parts.cookies)
+            if plan is not None:
+                try:
+                    token = await apply_auth(
+                        plan,
+                        creds,
+                        request_headers,
+                        query,
+                        cookies,
+                        self.tokens,
+                        self._client,
+                        stale=token if refreshed else None,
+                    )
+                except AuthUnavailable as error:
+                    return error_result(f"{op.label}: {scrub(str(error), secrets)}. Nothing was called.")
+            if token:
+                secrets = [*secrets, token]
+            if cookies:
+                request_headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in cookies)
+            if url is None or redirects == 0:
+                url = (
+                    self.base_url
+                    + parts.path
+                    + (("?" + "&".join(f"{k}={v}" for k, v in query)) if query else "")
+                )
+            try:
+                status, reason, response_headers, body = await self._exchange(
+                    op, url, request_headers, parts, limit
+                )
+            except httpx2.TimeoutException:
+                raise TimeoutError from None
+            except httpx2.TransportError as error:
+                if op.method in _IDEMPOTENT and attempt < self.config.retries and _retryable(error):
+                    attempt += 1
+                    await _backoff(attempt)
+                    continue
+                return error_result(
+                    f"{op.label} on backend {self.name!r}: cannot reach the API ({scrub(_transport_reason(error), secrets)})"
+                )
+            if body is None:
+                return error_result(
+                    f"{op.label}: the response is larger than {self.config.max_response_bytes} bytes "
+                    "(the backend's max_response_bytes); ask for less (filters, pagination)"
+                )
+            if status == 401 and plan is not None and plan.type == "oauth2" and not refreshed:
+                refreshed = True
+                continue
+            if status in _RETRY_STATUS and op.method in _IDEMPOTENT and attempt < self.config.retries:
+                attempt += 1
+                await _backoff(attempt)
+                continue
+            if 300 <= status < 400:
+                target = self._same_origin_redirect(op, status, response_headers)
+                if target is not None and redirects < MAX_REDIRECTS:
+                    redirects += 1
+                    url = target
+                    continue
+                location = response_headers.get("location", "")
+                extra = (
+                    f"Redirect to {scrub(location, secrets)} not followed (only same-origin redirects are)"
+                    if location
+                    else ""
+                )
+                return error_response(op, status, reason, body, secrets, extra)
+            if 200 <= status < 300:
+                uri = self.base_url + parts.path
+                return success_response(
+                    op, status, response_headers.get("content-type"), body, uri, self._validator(op), secrets
+                )
+            extra = ""
+            if status == 429 and response_headers.get("retry-after"):
+                extra = f"Retry-After: {response_headers['retry-after'][:40]}"
+            return error_response(op, status, reason, body, secrets, extra)
+
+    async def _exchange(
+        self, op: OperationSpec, url: str, headers: dict[str, str], parts: Any, limit: float
+    ) -> tuple[int, str, httpx2.Headers, bytes | None]:
+        assert self._client is not None
+        request = self._client.build_request(
+            op.method,
+            url,
+            headers=headers,
+            content=parts.content,
+            files=parts.files,
+            timeout=httpx2.Timeout(limit, connect=min(self.config.connect_timeout, limit)),
+        )
+        response = await self._client.send(request, stream=True)
+        try:
+            body = await _read_bounded(response, self.config.max_response_bytes)
+        finally:
+            await response.aclose()
+        return response.status_code, response.reason_phrase, response.headers, body
+
+    def _same_origin_redirect(self, op: OperationSpec, status: int, headers: httpx2.Headers) -> str | None:
+        location = headers.get("location")
+        if not location or self.base_url is None:
+            return None
+        if status in (301, 302, 303) and op.method not in ("GET", "HEAD"):
+            return None
+        if status not in (301, 302, 303, 307, 308):
+            return None
+        base = httpx2.URL(self.base_url)
+        target = base.join(location)
+        if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port):
+            return None
+        return str(target)
+
+    def _validator(self, op: OperationSpec) -> Any:
+        if op.output_schema is None:
+            return None
+        found = self._validators.get(op.tool)
+        if found is None:
+            from jsonschema import Draft202012Validator
+            from referencing import Registry
+
+            found = self._validators[op.tool] = Draft202012Validator(op.output_schema, registry=Registry())
+        return found
+
+
+class _TenantView(Backend):
+    """A backend as one tenant's connection sees it: its credentials, the shared client and tools."""
+
+    def __init__(self, parent: HttpApiBackend, credentials: Credentials) -> None:
+        super().__init__(parent.config)
+        self._parent = parent
+        self._credentials = credentials
+        self.tools = parent.tools
+        self.status = parent.status
+        self._ready.set()
+
+    async def start(self) -> None:
+        self._ready.set()
+
+    async def stop(self) -> None:
+        """Nothing to close: the client belongs to the shared backend."""
+
+    async def wait_ready(self, timeout: float) -> bool:
+        return self._parent.status == "connected"
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: Any = None,
+    ) -> types.CallToolResult:
+        return await self._parent.call_with(name, arguments, timeout, self._credentials)
+
+
+def _tool(spec: OperationSpec) -> types.Tool:
+    annotations = spec.annotations
+    return types.Tool(
+        name=spec.tool,
+        title=spec.title,
+        description=spec.description or spec.label,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=types.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=annotations.get("readOnlyHint"),
+            destructive_hint=annotations.get("destructiveHint"),
+            idempotent_hint=annotations.get("idempotentHint"),
+            open_world_hint=annotations.get("openWorldHint"),
+        ),
+    )
+
+
+def _name_room(config: BackendConfig) -> int:
+    return 64 - (len(config.name) + SEPARATOR_ROOM if config.namespace else 0)
+
+
+async def _read_bounded(response: httpx2.Response, limit: int) -> bytes | None:
+    """The body, or None when it is (or announces itself) larger than `limit`."""
+    length = response.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _retryable(error: httpx2.TransportError) -> bool:
+    return isinstance(
+        error, httpx2.ConnectError | httpx2.RemoteProtocolError | httpx2.ReadError | httpx2.WriteError
+    )
+
+
+def _transport_reason(error: Exception) -> str:
+    detail = str(error).strip()
+    return f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+
+
+async def _backoff(attempt: int) -> None:
+    await asyncio.sleep(min(0.1 * 2 ** (attempt - 1), 2.0) * (0.5 + random.random() / 2))
+
+
+async def _validate_in_child(data: dict[str, Any]) -> list[Problem]:
+    """Run the validator in `python -m toolweave.backends.openapi.validation` (off this process's GIL)."""
+    payload = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "toolweave.backends.openapi.validation",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(VALIDATION_TIMEOUT):
+            out, err = await process.communicate(payload)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with contextlib.suppress(Exception):
+            await process.wait()
+        raise
+    if process.returncode != 0:
+        reason = excerpt(err, [], 300) or f"exit status {process.returncode}"
+        return [Problem("", f"the validator failed: {reason}")]
+    return [Problem(p["pointer"], p["message"], p["operation"]) for p in orjson.loads(out)]
