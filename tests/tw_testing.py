@@ -171,3 +171,29 @@ def tool(
     if read_only is not None or destructive is not None:
         annotations = types.ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive)
     return types.Tool(name=name, description=description, input_schema=schema, annotations=annotations)
+
+
+APISERVER = SERVERS / "apiserver.py"
+"""A REST API with its own OpenAPI document (tests/servers/apiserver_openapi.yaml), for HTTP API backends."""
+
+
+@contextlib.contextmanager
+def api_testserver(port: int | None = None) -> Iterator[str]:
+    """tests/servers/apiserver.py on loopback; yields its base URL (`/openapi.json` is its document)."""
+    port = port or free_port()
+    process = subprocess.Popen(
+        [PYTHON, str(APISERVER), str(port)],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process(process)
+
+
+def openapi_backend(name: str, base: str, **extra: Any) -> dict[str, Any]:
+    """A `[[backends]]` entry for the test API's OpenAPI document."""
+    return {"name": name, "openapi": f"{base}/openapi.json", **extra}

@@ -284,14 +284,22 @@ def validate(
     path = config if config is not None else default_config_path()
     cfg, static, paths = _load_for_validation(path)
     problems = [str(issue) for issue in static]
+    warnings: list[str] = []
+    if cfg is not None and offline:
+        from toolweave.backends.http.check import offline_checks
+
+        more, warnings = offline_checks(cfg.backends)
+        problems.extend(more)
     if cfg is not None and not offline:
         _logging("critical")
         reported = {issue.path for issue in static if issue.path}
-        for where, problem in asyncio.run(_connected_problems(cfg, paths)):
+        for where, problem in asyncio.run(_connected_problems(cfg, paths, warnings)):
             # one problem per path: a definition's own problems come back from the catalog build too,
             # and a reference to an unknown backend is also an unknown tool
             if where not in reported and problem not in problems:
                 problems.append(problem)
+    for warning in warnings:
+        err.print(f"  [yellow]warning[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if problems:
         err.print(f"[bold red]{len(problems)} problem(s)[/] in {escape(str(path))}:", soft_wrap=True)
         for problem in problems:
@@ -333,12 +341,18 @@ _PATH_PREFIX = re.compile(r"^([A-Za-z_$][\w$]*(?:\[\d+\])*(?:\.[A-Za-z_$][\w$]*(
 """A build problem that starts with its path inside the definition (`tools[1]: ...`)."""
 
 
-async def _connected_problems(cfg: Config, paths: list[str]) -> list[tuple[str | None, str]]:
-    """(path, problem) for what only the live backends reveal."""
+async def _connected_problems(
+    cfg: Config, paths: list[str], warnings: list[str]
+) -> list[tuple[str | None, str]]:
+    """(path, problem) for what only the live backends reveal; HTTP API skips go to `warnings`."""
+    from toolweave.backends.http.check import live_checks
     from toolweave.gateway import Gateway
 
     problems: list[tuple[str | None, str]] = []
     async with Gateway(cfg) as gateway:
+        documents, skips = await live_checks(list(gateway.backends.values()), cfg.backends)
+        problems.extend((None, problem) for problem in documents)
+        warnings.extend(skips)
         for index, backend_config in enumerate(cfg.backends):
             backend = gateway.backends.get(backend_config.name)
             if backend is not None and backend.status != "connected":

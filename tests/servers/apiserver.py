@@ -47,6 +47,7 @@ async def echo(request: Request) -> JSONResponse:
                 if k.startswith("x-") or k in ("accept", "content-type", "authorization", "cookie")
             },
             "body": body.decode("utf-8", "replace"),
+            "client_port": request.client.port if request.client else None,
         }
     )
 
