@@ -80,7 +80,7 @@ async def test_the_api_key_parameter_is_not_an_argument_when_the_gateway_sends_i
 
 
 async def test_a_public_operation_gets_no_credential(open_gateway: OpenGateway, api_url: str) -> None:
-    gw, result = await secure_call(open_gateway, api_url, "publicPing", {"type": "bearer", "token": BEARER})
+    _, result = await secure_call(open_gateway, api_url, "publicPing", {"type": "bearer", "token": BEARER})
     assert not result.is_error
     assert "authorization" not in result.structured_content["headers"]
 
