@@ -33,11 +33,13 @@ def action_spec(action: HttpAction, base_url: str) -> OperationSpec:
         path = path[len(base_url.rstrip("/")) :] or "/"
     path, _, fixed_query = path.partition("?")
     placeholders = PLACEHOLDER_RE.findall(path)
+    fixed_pairs = [pair.split("=", 1) for pair in fixed_query.split("&") if pair]
     schema = action.input_schema or _default_schema(action)
     properties: dict[str, Any] = schema.get("properties") or {}
     header_args = {name for template in action.headers.values() for name in PLACEHOLDER_RE.findall(template)}
     query_args = {name for name in PLACEHOLDER_RE.findall(fixed_query)}
     params: list[ParamSpec] = [_param(name, "path", properties) for name in placeholders]
+    params.extend(_fixed_query(fixed_pairs))
     rest = [
         name
         for name in properties
@@ -57,7 +59,6 @@ def action_spec(action: HttpAction, base_url: str) -> OperationSpec:
             fields={name: name for name in body_fields},
             required=False,
         )
-    fixed_pairs = [pair.split("=", 1) for pair in fixed_query.split("&") if pair]
     headers = tuple(action.headers.items())
     return OperationSpec(
         tool=action.name,
@@ -65,7 +66,7 @@ def action_spec(action: HttpAction, base_url: str) -> OperationSpec:
         path=path,
         description=action.description,
         input_schema=schema,
-        params=tuple(params) + tuple(_fixed_query(fixed_pairs)),
+        params=tuple(params),
         body=body,
         output_schema=action.output_schema if _is_object(action.output_schema) else None,
         annotations=_annotations(action),

@@ -144,7 +144,23 @@ def _guarded(run: Any, at: str, operation: str | None) -> Iterator[Problem]:
     except RecursionError:
         yield Problem(at, "references nest too deeply to validate", operation)
     except Exception as error:  # noqa: BLE001 - the library raises (unresolvable refs...): a problem of this part
-        yield Problem(at, f"cannot be validated: {_one_line(str(error))}", operation)
+        refused = _refusal_in(error)
+        if refused is not None:
+            yield Problem(at, str(refused), operation)
+        else:
+            yield Problem(at, f"cannot be validated: {_one_line(str(error))}", operation)
+
+
+def _refusal_in(error: BaseException) -> RemoteRefRefused | None:
+    """The resolver wraps our refusal (`referencing.exceptions.Unretrievable`): find it in the chain."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, RemoteRefRefused):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _one_line(message: str) -> str:
