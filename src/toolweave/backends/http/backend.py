@@ -58,6 +58,7 @@ from toolweave.backends.openapi import (
     is_url,
     parse_document,
     read_file,
+    validation,
 )
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
@@ -502,12 +503,12 @@ async def _backoff(attempt: int) -> None:
 
 
 async def _validate_in_child(data: dict[str, Any]) -> list[Problem]:
-    """Run the validator in `python -m toolweave.backends.openapi.validation` (off this process's GIL)."""
+    """Run the validator in a child process (off this process's GIL), as a script that imports no toolweave."""
     payload = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-m",
-        "toolweave.backends.openapi.validation",
+        "-P",  # the script's folder is not put on sys.path: its sibling modules shadow nothing
+        validation.__file__,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

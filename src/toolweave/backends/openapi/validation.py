@@ -11,21 +11,19 @@ No reference outside the document is ever fetched: the resolver's URL and file
 handlers are replaced by one that refuses.
 
 Validating GitHub's 13 MB description takes the library tens of seconds of CPU,
-so a serving gateway runs it in a child process (`python -m
-toolweave.backends.openapi.validation` with the document on stdin, problems as
-JSON on stdout) and keeps serving meanwhile.
+so a serving gateway runs this file as a script in a child process (the
+document on stdin, problems as JSON on stdout) and keeps serving meanwhile. The
+script imports nothing of toolweave (which would cost the child the whole
+package's import time), only the validator.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
-
-from toolweave.backends.openapi.refs import child, escape
-from toolweave.backends.openapi.spec import Problem
 
 MAX_PROBLEMS = 500
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -44,21 +42,39 @@ _REFUSE = _Refuse()
 _NO_FETCH = {"<all_urls>": _REFUSE, "http": _REFUSE, "https": _REFUSE, "file": _REFUSE}
 
 
-def validate_document(data: dict[str, Any]) -> list[Problem]:
-    """Every problem the validator finds (at most `MAX_PROBLEMS`, then one saying how many more)."""
+class Problem(NamedTuple):
+    """Where (a JSON pointer), what, and which operation; `spec.Problem` once it leaves this module."""
+
+    pointer: str
+    message: str
+    operation: str | None
+
+
+def validate_document(data: dict[str, Any]) -> list[Any]:
+    """Every problem the validator finds as `spec.Problem`s (at most `MAX_PROBLEMS`, then a count)."""
+    from toolweave.backends.openapi.spec import Problem as DocumentProblem
+
+    return [DocumentProblem(p.pointer, p.message, p.operation) for p in find_problems(data)]
+
+
+def find_problems(data: dict[str, Any]) -> list[Problem]:
     from openapi_spec_validator.shortcuts import get_validator_cls
     from openapi_spec_validator.validation.exceptions import ValidatorDetectError
 
     try:
         base = get_validator_cls(data)
     except ValidatorDetectError:
-        return [Problem("", "not an OpenAPI 2.0 / 3.x document (no recognised 'swagger' or 'openapi' field)")]
+        return [
+            Problem(
+                "", "not an OpenAPI 2.0 / 3.x document (no recognised 'swagger' or 'openapi' field)", None
+            )
+        ]
     validator_class = type("NoFetchValidator", (base,), {"resolver_handlers": _NO_FETCH})
     validator = validator_class(data)
     problems: list[Problem] = []
     for problem in _problems(validator, data):
         if len(problems) == MAX_PROBLEMS:
-            problems.append(Problem("", f"... more problems not listed (the first {MAX_PROBLEMS} are)"))
+            problems.append(Problem("", f"... more problems not listed (the first {MAX_PROBLEMS} are)", None))
             break
         problems.append(problem)
     return problems
@@ -106,6 +122,14 @@ def _path_item(registry: Any, spec: Any, url: str, item: Any) -> Iterator[Proble
             child(item_at, method),
             label,
         )
+
+
+def escape(token: Any) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def child(pointer: str, *tokens: Any) -> str:
+    return pointer + "".join("/" + escape(token) for token in tokens)
 
 
 def _walk(spec: Any, pointer: str) -> Any:
@@ -172,7 +196,7 @@ def _one_line(message: str) -> str:
 def main() -> None:
     """Read a document (JSON) on stdin, write its problems as a JSON list on stdout."""
     data = orjson.loads(sys.stdin.buffer.read())
-    problems = validate_document(data) if isinstance(data, dict) else [Problem("", "not a mapping")]
+    problems = find_problems(data) if isinstance(data, dict) else [Problem("", "not a mapping", None)]
     sys.stdout.buffer.write(
         orjson.dumps(
             [{"pointer": p.pointer, "message": p.message, "operation": p.operation} for p in problems]
