@@ -44,12 +44,17 @@ async def test_each_tenant_calls_with_its_own_credentials(
     alice, bob = await api.key("alice"), await api.key("bob")
     seen: list[str] = []
     async with api.client(alice) as a, api.client(bob) as b:
-        stored = await a.put(f"{API}/connections/api", json={"headers": {"token": TENANT_KEY, "X-Team": "blue"}})
+        stored = await a.put(
+            f"{API}/connections/api", json={"headers": {"token": TENANT_KEY, "X-Team": "blue"}}
+        )
         assert stored.status_code == 200 and stored.json()["keys"] == ["X-Team", "token"]
         seen.append(stored.text)
 
         mine = await a.post(f"{API}/tools/api__secureBearer/call", json={})
-        assert mine.status_code == 200 and mine.json()["structuredContent"] == {"ok": True, "kind": "bearer"}, mine.text
+        assert mine.status_code == 200 and mine.json()["structuredContent"] == {
+            "ok": True,
+            "kind": "bearer",
+        }, mine.text
         public = await a.post(f"{API}/tools/api__publicPing/call", json={})
         echoed = public.json()["structuredContent"]["headers"]
         assert echoed["x-team"] == "blue"  # a connection key that is no credential field is a header
@@ -64,7 +69,9 @@ async def test_each_tenant_calls_with_its_own_credentials(
         routed = await a.post(
             f"{API}/composite-tools/invoke", json={"tool": "secure_or_public", "params": {"where": "secure"}}
         )
-        assert routed.json()["success"] is True and routed.json()["meta"]["operation"] == "secure", routed.text
+        assert routed.json()["success"] is True and routed.json()["meta"]["operation"] == "secure", (
+            routed.text
+        )
         seen.append(routed.text)
 
         rotated = await a.put(f"{API}/connections/api", json={"headers": {"token": ROTATED}})
@@ -92,8 +99,12 @@ async def test_each_tenant_calls_with_its_own_credentials(
             assert secret not in text, f"a credential leaked into text #{index}: {text[:200]}"
 
 
-async def test_connections_to_http_api_backends_are_accepted_by_the_api(make_app: AppFactory, api_url: str) -> None:
-    api = await make_app({"backends": [openapi_backend("api", api_url, include=["publicPing"])]}, require_auth=True)
+async def test_connections_to_http_api_backends_are_accepted_by_the_api(
+    make_app: AppFactory, api_url: str
+) -> None:
+    api = await make_app(
+        {"backends": [openapi_backend("api", api_url, include=["publicPing"])]}, require_auth=True
+    )
     key = await api.key("carol")
     async with api.client(key) as c:
         put = await c.put(f"{API}/connections/api", json={"headers": {"X-Api-Key": "v-1234567"}})

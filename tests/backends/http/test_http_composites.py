@@ -16,18 +16,33 @@ ROUTER = {
         {"slug": "one", "tool": "api/getPet", "parameter_mapping": {"pet": "id"}},
         {"slug": "all", "tool": "api/listPets"},
     ],
-    "rules": [{"condition": {"type": "equals", "field": "mode", "value": "one"}, "operation": "one", "priority": 1}],
+    "rules": [
+        {"condition": {"type": "equals", "field": "mode", "value": "one"}, "operation": "one", "priority": 1}
+    ],
     "default_operation": "all",
-    "input_schema": {"type": "object", "properties": {"mode": {"type": "string"}, "pet": {"type": "integer"}}},
+    "input_schema": {
+        "type": "object",
+        "properties": {"mode": {"type": "string"}, "pet": {"type": "integer"}},
+    },
 }
-FANOUT = {"name": "everything", "description": "Ping and read", "tools": ["api/publicPing", "api/getText"], "strategy": "parallel"}
+FANOUT = {
+    "name": "everything",
+    "description": "Ping and read",
+    "tools": ["api/publicPing", "api/getText"],
+    "strategy": "parallel",
+}
 WORKFLOW = {
     "name": "pet_then_echo",
     "description": "Read a pet, then echo its name as a path segment.",
     "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
     "steps": [
         {"id": "pet", "tool": "api/getPet", "arguments": {"id": "{{ params.id }}"}},
-        {"id": "echo", "tool": "api/pathEncoded", "dependsOn": ["pet"], "arguments": {"name": "{{ steps.pet.output.name }} #{{ steps.pet.output.id }}"}},
+        {
+            "id": "echo",
+            "tool": "api/pathEncoded",
+            "dependsOn": ["pet"],
+            "arguments": {"name": "{{ steps.pet.output.name }} #{{ steps.pet.output.id }}"},
+        },
     ],
 }
 
@@ -36,7 +51,9 @@ def gateway_config(api_url: str, **sections: Any) -> Any:
     return config(openapi_backend("api", api_url, include=["tag:edge", "tag:echo"]), **sections)
 
 
-async def test_a_router_a_fanout_and_a_workflow_over_http_tools(open_gateway: OpenGateway, api_url: str) -> None:
+async def test_a_router_a_fanout_and_a_workflow_over_http_tools(
+    open_gateway: OpenGateway, api_url: str
+) -> None:
     gw = await open_gateway(gateway_config(api_url, composite_tools=[ROUTER, FANOUT, WORKFLOW]))
     assert not gw.catalog.degraded, gw.catalog.degraded
     one = await gw.call("pets", {"mode": "one", "pet": 4})
@@ -46,17 +63,23 @@ async def test_a_router_a_fanout_and_a_workflow_over_http_tools(open_gateway: Op
     assert listed.meta["toolweave"]["operation"] == "all"
     assert listed.structured_content == {"result": [{"id": 1, "name": "Rex"}, {"id": 2, "name": "Tom"}]}
     both = await gw.call("everything", {})
-    assert not both.is_error and {t["tool"] for t in both.meta["toolweave"]["targets"]} == {"api__publicPing", "api__getText"}
+    assert not both.is_error and {t["tool"] for t in both.meta["toolweave"]["targets"]} == {
+        "api__publicPing",
+        "api__getText",
+    }
     flow = await gw.call("pet_then_echo", {"id": 6})
     assert not flow.is_error, text(flow)
     assert [s["status"] for s in flow.meta["toolweave"]["steps"]] == ["completed", "completed"]
     assert "/echo/item/Rex%20%236" in text(flow)
 
 
-async def test_policy_validation_admission_and_run_records_apply(open_gateway: OpenGateway, api_url: str) -> None:
+async def test_policy_validation_admission_and_run_records_apply(
+    open_gateway: OpenGateway, api_url: str
+) -> None:
     runs = MemoryRunStore()
     gw = await open_gateway(
-        gateway_config(api_url, policy={"deny": ["api__delete*"]}, gateway={"record_direct_calls": True}), runs=runs
+        gateway_config(api_url, policy={"deny": ["api__delete*"]}, gateway={"record_direct_calls": True}),
+        runs=runs,
     )
     denied = await gw.call("api__deletePet", {"id": 1})
     assert denied.is_error and "denied" in text(denied).lower()
