@@ -241,6 +241,7 @@ class _OperationBuilder:
         self.label = _name_for(operation, f"{method.upper()} {path}")
         self.arguments = _Arguments()
         self.notes: list[Problem] = []
+        self.responses: list[tuple[str, Any, str]] = []
 
     def note(self, pointer: str, message: str) -> None:
         self.notes.append(Problem(pointer, message, self.label))
@@ -251,6 +252,7 @@ class _OperationBuilder:
         body = self._swagger_body(swagger_body, form_params) if self.swagger else self._request_body()
         self._check_path_template(specs)
         input_schema = self.arguments.schema()
+        self.responses = self._success_responses()
         output_schema = self._output_schema() if self.options.output_schema else None
         operation = self.operation
         summary = operation.get("summary") if isinstance(operation.get("summary"), str) else ""
@@ -320,7 +322,8 @@ class _OperationBuilder:
         style, explode, delimiter = self._style(param, at, location)
         resolved = self._resolved_shape(schema, defs)
         if style == "deepObject" and resolved != "object":
-            raise DocumentError(at, f"parameter {name!r}: style deepObject needs an object schema")
+            self.note(at, f"parameter {name!r}: style deepObject on a non-object schema; sent in form style")
+            style, explode = "form", True
         prop = self.arguments.claim(name, location)
         description = param.get("description")
         if isinstance(description, str) and description.strip() and isinstance(schema, dict):
@@ -509,17 +512,19 @@ class _OperationBuilder:
             prop = self.arguments.claim("body", "body")
             self.arguments.add(prop, schema, required, {})
             return BodySpec(kind="text", media_type=media, prop=prop, required=required)
-        flat = _flattenable(schema) and (required or not schema.get("required"))
         if kind == "multipart":
-            self._check_multipart(schema, defs, at, flat)
+            schema = self._without_files(schema, defs, at)
+        flat = _flattenable(schema) and (required or not schema.get("required"))
         if not flat:
-            if kind != "json":
-                raise DocumentError(at, f"a {media} body must be an object schema with properties")
+            if kind != "json" and not _object_like(schema):
+                raise DocumentError(
+                    at, f"a {media} body must be an object schema (its fields are the form's)"
+                )
             if description and isinstance(schema, dict) and "description" not in schema:
                 schema = {**schema, "description": description}
             prop = self.arguments.claim("body", "body")
             self.arguments.add(prop, schema, required, defs)
-            return BodySpec(kind="json", media_type=media, prop=prop, required=required)
+            return BodySpec(kind=kind, media_type=media, prop=prop, required=required)  # type: ignore[arg-type]
         fields: dict[str, str] = {}
         inner_required = set(schema.get("required") or []) if required else set()
         for name, prop_schema in (schema.get("properties") or {}).items():
@@ -529,20 +534,25 @@ class _OperationBuilder:
         self.arguments.defs.update(defs)
         return BodySpec(kind=kind, media_type=media, fields=fields, required=required)  # type: ignore[arg-type]
 
-    def _check_multipart(self, schema: Any, defs: dict[str, Any], at: str, flat: bool) -> None:
-        if not flat:
-            raise DocumentError(at, "a multipart body must be an object schema with properties")
+    def _without_files(self, schema: Any, defs: dict[str, Any], at: str) -> Any:
+        """A multipart schema minus its optional file fields (a required one skips the operation)."""
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(properties, dict):
+            return schema
         required = set(schema.get("required") or [])
-        for name, prop in list((schema.get("properties") or {}).items()):
-            if _is_file(prop, defs):
-                if name in required:
-                    raise DocumentError(
-                        at, f"multipart field {name!r} is a file upload, which a tool call cannot carry"
-                    )
-                del schema["properties"][name]
+        kept = {}
+        for name, prop in properties.items():
+            if not _is_file(prop, defs):
+                kept[name] = prop
+            elif name in required:
+                raise DocumentError(
+                    at, f"multipart field {name!r} is a file upload, which a tool call cannot carry"
+                )
+            else:
                 self.note(
                     at, f"the optional file field {name!r} was left out (a tool call cannot carry a file)"
                 )
+        return {**schema, "properties": kept} if len(kept) != len(properties) else schema
 
     # -- responses ---------------------------------------------------------------
 
@@ -584,7 +594,7 @@ class _OperationBuilder:
 
     def _accept(self) -> str:
         medias: list[str] = []
-        for _code, response, _at in self._success_responses():
+        for _code, response, _at in self.responses:
             for media, _ in self._response_media(response):
                 if media not in medias:
                     medias.append(media)
@@ -597,7 +607,7 @@ class _OperationBuilder:
     def _output_schema(self) -> dict[str, Any] | None:
         """The 2xx JSON response schema when it is an object and every 2xx response returns it."""
         found: dict[str, Any] | None = None
-        for code, response, pointer in self._success_responses():
+        for code, response, pointer in self.responses:
             json_schemas = [
                 (m, s) for m, s in self._response_media(response) if _is_json(m) and s is not None
             ]
@@ -625,6 +635,13 @@ def _flattenable(schema: Any) -> bool:
         return False
     extra = schema.get("additionalProperties")
     return extra is None or extra is False
+
+
+def _object_like(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    return kind is None or kind == "object" or (isinstance(kind, list) and "object" in kind)
 
 
 def _is_file(schema: Any, defs: dict[str, Any]) -> bool:

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any, Literal
 
 from toolweave.backends.openapi.refs import DocumentError, Refs, child
@@ -63,13 +64,32 @@ class SchemaConverter:
         self._names: dict[str, str] = {}
         self._taken: set[str] = set()
         self._done: dict[tuple[str, Mode], tuple[Any, frozenset[str]] | DocumentError] = {}
+        self._roots: dict[tuple[str, Mode], tuple[Any, dict[str, Any]] | DocumentError] = {}
 
     def convert(self, node: Any, at: str, mode: Mode) -> tuple[Any, dict[str, Any]]:
-        """(schema, `$defs` it needs) for a schema at pointer `at`; a leading `$ref` chain is followed."""
+        """(schema, `$defs` it needs) for a schema at pointer `at`; a leading `$ref` chain is followed.
+
+        A root reached through a reference (a shared parameter, response or body component) is
+        converted once per mode; callers treat what they get as immutable.
+        """
         pointer, target = self.refs.follow(node, at)
-        walk = _Walk(self, mode)
-        schema = walk.schema(target, pointer, 0)
-        return schema, self._defs_for(walk.used, mode)
+        shared = pointer != at
+        if shared:
+            found = self._roots.get((pointer, mode))
+            if isinstance(found, DocumentError):
+                raise found
+            if found is not None:
+                return found
+        try:
+            walk = _Walk(self, mode)
+            result = (walk.schema(target, pointer, 0), self._defs_for(walk.used, mode))
+        except DocumentError as error:
+            if shared:
+                self._roots[(pointer, mode)] = error
+            raise
+        if shared:
+            self._roots[(pointer, mode)] = result
+        return result
 
     def name_of(self, pointer: str) -> str:
         found = self._names.get(pointer)
@@ -87,6 +107,8 @@ class SchemaConverter:
 
     def _defs_for(self, used: set[str], mode: Mode) -> dict[str, Any]:
         """Convert (once) every component reachable from `used`; return them by `$defs` name."""
+        if not used:
+            return {}
         defs: dict[str, Any] = {}
         pending = sorted(used)
         seen = set(pending)
@@ -143,9 +165,8 @@ class _Walk:
             out["$ref"] = "#/$defs/" + self.converter.name_of(pointer)
         dropped: set[str] = set()
         for key, value in node.items():
-            if key == "$ref":
-                continue
-            self._keyword(out, key, value, child(at, key), depth, dropped)
+            if key != "$ref":  # `at` is this node's pointer: a keyword's is built only where a schema nests
+                self._keyword(out, key, value, at, depth, dropped)
         if "required" in out and dropped:
             out["required"] = [name for name in out["required"] if name not in dropped]
         _exclusive_bounds(out, node)
@@ -159,23 +180,26 @@ class _Walk:
         if key in _SCHEMA_MAPS:
             if isinstance(value, dict):
                 out[key] = (
-                    self._properties(value, at, depth, dropped)
+                    self._properties(value, child(at, key), depth, dropped)
                     if key == "properties"
-                    else {name: self.schema(item, child(at, name), depth + 1) for name, item in value.items()}
+                    else {
+                        name: self.schema(item, child(at, key, name), depth + 1)
+                        for name, item in value.items()
+                    }
                 )
         elif key in _SCHEMA_LISTS:
             if isinstance(value, list):
-                out[key] = [self.schema(item, child(at, i), depth + 1) for i, item in enumerate(value)]
+                out[key] = [self.schema(item, child(at, key, i), depth + 1) for i, item in enumerate(value)]
         elif key in _SCHEMA_ONE:
             if isinstance(value, dict | bool):
-                out[key] = self.schema(value, at, depth + 1)
+                out[key] = self.schema(value, child(at, key), depth + 1)
         elif key == "items":
             if isinstance(value, list):  # draft-4 tuple form
                 out["prefixItems"] = [
-                    self.schema(item, child(at, i), depth + 1) for i, item in enumerate(value)
+                    self.schema(item, child(at, key, i), depth + 1) for i, item in enumerate(value)
                 ]
             elif isinstance(value, dict | bool):
-                out["items"] = self.schema(value, at, depth + 1)
+                out["items"] = self.schema(value, child(at, key), depth + 1)
         elif key == "type":
             _type(out, value)
         elif key in _TEXTS:
@@ -284,10 +308,12 @@ def _is_number(value: Any) -> bool:
 
 def _compiles(pattern: str) -> bool:
     """`jsonschema` checks `pattern` with Python's `re`; one it cannot compile would disable validation."""
-    try:
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ECMA-style classes (`[[a]]`) compile with a FutureWarning
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError):
+            return False
     return True
 
 

