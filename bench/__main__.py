@@ -22,6 +22,7 @@ from bench.procs import ProcessGroup, install_signal_handlers, start_backend
 from bench.report import render, summary_line, write_json
 from bench.scenarios.catalog import scenario_c
 from bench.scenarios.composites import scenario_d, scenario_e, scenario_f
+from bench.scenarios.http_api import scenario_i
 from bench.scenarios.memory import scenario_g
 from bench.scenarios.passthrough import scenario_a, scenario_b
 from bench.scenarios.peer_gateways import scenario_h
@@ -37,6 +38,7 @@ SCENARIOS: dict[str, Scenario] = {
     "F": scenario_f,
     "G": scenario_g,
     "H": scenario_h,
+    "I": scenario_i,
 }
 
 

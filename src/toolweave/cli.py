@@ -298,12 +298,13 @@ def validate(
             # and a reference to an unknown backend is also an unknown tool
             if where not in reported and problem not in problems:
                 problems.append(problem)
-    for warning in warnings:
-        err.print(f"  [yellow]warning[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if problems:
         err.print(f"[bold red]{len(problems)} problem(s)[/] in {escape(str(path))}:", soft_wrap=True)
         for problem in problems:
             _print_problem(problem)
+    for warning in warnings:
+        err.print(f"  [yellow]warning[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    if problems:
         raise typer.Exit(1)
     assert cfg is not None
     out.print(
