@@ -178,8 +178,8 @@ composite_tools:
         "gateway.separator: the separator must be 1-4 characters of [a-zA-Z0-9_-] (default '__')",
         "gateway.tool_exposuer: unknown key (check the spelling; unknown keys are errors)",
         "backends[0].name: backend name 'Upper' must match ^[a-z0-9][a-z0-9_-]{0,31}$",
-        "backends[1]: a backend needs exactly one of 'command' (stdio), 'url' (HTTP) or 'python' (in-process); "
-        "found command, url",
+        "backends[1]: a backend needs exactly one of 'command' (stdio), 'url' (HTTP MCP), 'python' (in-process), "
+        "'openapi' (an OpenAPI document) or 'http' (declared HTTP actions); found command, url",
         "backends[2].hide[0]: invalid regular expression 're:[z-a]': invalid character class range: z-a",
         # still checked although the backends are invalid; every declared name counts as known
         "composite_tools[0].tools[0]: 'ghost/search' names unknown backend 'ghost' (known backends: Upper, hidden, two)",
