@@ -30,8 +30,12 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "toolweave-tests" / "npm"
 
 
-def npm_package(name: str, version: str) -> Path:
-    """The unpacked `package/` folder of `name@version`, fetched with npm on first use."""
+def npm_package(name: str, version: str, keep: tuple[str, ...] = ()) -> Path:
+    """The unpacked `package/` folder of `name@version`, fetched with npm on first use.
+
+    `keep`: only these paths of the package are unpacked (and `package.json`), e.g. one document of
+    `@octokit/openapi`, whose other variants would take ~400 MB of disk.
+    """
     target = cache_dir() / f"{name.replace('/', '+').lstrip('@')}-{version}"
     package = target / "package"
     if (package / "package.json").exists():
@@ -57,13 +61,15 @@ def npm_package(name: str, version: str) -> Path:
             )
         unpacked = Path(scratch) / "unpacked"
         with tarfile.open(tarballs[0]) as archive:
-            archive.extractall(unpacked, filter="data")
+            wanted = {f"package/{path}" for path in (*keep, "package.json")}
+            members = [m for m in archive.getmembers() if not keep or m.name in wanted]
+            archive.extractall(unpacked, members=members, filter="data")
         (unpacked / "package").rename(package)
     return package
 
 
 def github_document() -> Path:
-    return npm_package(*GITHUB) / "generated" / "api.github.com.json"
+    return npm_package(*GITHUB, keep=("generated/api.github.com.json",)) / "generated" / "api.github.com.json"
 
 
 def directory_documents() -> list[Path]:

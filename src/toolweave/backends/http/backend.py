@@ -161,7 +161,7 @@ class HttpApiBackend(Backend):
         options = ConvertOptions(
             include=self.config.include,
             exclude=self.config.exclude,
-            name_room=_name_room(self.config),
+            name_room=name_room(self.config),
             auth_param=self.plan.param if self.plan is not None else None,
             output_schema=self.config.output_schema,
         )
@@ -468,7 +468,7 @@ def _tool(spec: OperationSpec) -> types.Tool:
     )
 
 
-def _name_room(config: BackendConfig) -> int:
+def name_room(config: BackendConfig) -> int:
     return 64 - (len(config.name) + SEPARATOR_ROOM if config.namespace else 0)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from toolweave.backends.base import Backend
 from toolweave.backends.http.auth import plan_auth
-from toolweave.backends.http.backend import HttpApiBackend, _name_room
+from toolweave.backends.http.backend import HttpApiBackend, name_room
 from toolweave.backends.openapi import (
     ConvertOptions,
     DocumentUnusable,
@@ -47,7 +47,7 @@ def offline_checks(backends: list[BackendConfig]) -> Report:
         options = ConvertOptions(
             include=config.include,
             exclude=config.exclude,
-            name_room=_name_room(config),
+            name_room=name_room(config),
             auth_param=plan.param if plan is not None else None,
             output_schema=config.output_schema,
         )
