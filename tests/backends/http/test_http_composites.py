@@ -93,3 +93,22 @@ async def test_policy_validation_admission_and_run_records_apply(
     create = next(r for r in records if r.tool == "api__createPet")
     assert create.arguments == {"name": "Rex", "secret": "[redacted]"}  # format: password in the document
     assert create.status == "completed"
+
+
+async def test_the_usual_backend_options_apply(open_gateway: OpenGateway, api_url: str) -> None:
+    backend = openapi_backend(
+        "api",
+        api_url,
+        include=["tag:edge", "tag:echo"],
+        hide=["delete*"],
+        tools={"getPet": {"name": "pet", "description": "One pet."}},
+        namespace=True,
+    )
+    gw = await open_gateway(config(backend))
+    names = {tool.name for tool in gw.list_tools()}
+    assert "pet" in names and "api__getPet" not in names and "api__deletePet" not in names
+    assert gw.catalog.get("pet").tool.description == "One pet."
+    assert (await gw.call("pet", {"id": 2})).structured_content["id"] == 2
+    read_only = await open_gateway(config(openapi_backend("ro", api_url, include=["tag:echo"], read_only_only=True)))
+    listed = {tool.name for tool in read_only.list_tools()}
+    assert "ro__pathSimple" in listed and "ro__createPet" not in listed

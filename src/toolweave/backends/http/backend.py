@@ -45,7 +45,7 @@ from toolweave.backends.http.auth import (
     missing_message,
     plan_auth,
 )
-from toolweave.backends.http.encoding import ArgumentError, build_request
+from toolweave.backends.http.encoding import ArgumentError, RequestParts, build_request
 from toolweave.backends.http.results import error_response, excerpt, scrub, success_response
 from toolweave.backends.openapi import (
     MAX_DOCUMENT_BYTES,
@@ -281,53 +281,32 @@ class HttpApiBackend(Backend):
     async def _send(
         self, op: OperationSpec, arguments: Mapping[str, Any], creds: Credentials, limit: float
     ) -> types.CallToolResult:
+        """One call: retries (idempotent methods), an OAuth2 refresh after a 401, same-origin redirects."""
         assert self._client is not None and self.base_url is not None
         try:
             parts = build_request(op, arguments)
         except ArgumentError as error:
             return error_result(f"{op.label}: {error}. Nothing was called.")
-        headers = {**creds.headers, "Accept": op.accept, **parts.headers}
         plan = self.plan if op.needs_auth else None
-        if plan is not None:
-            missing = missing_fields(plan, creds)
-            if missing:
-                return error_result(missing_message(self.name, plan, creds, missing))
+        if plan is not None and (missing := missing_fields(plan, creds)):
+            return error_result(missing_message(self.name, plan, creds, missing))
         secrets = creds.secrets
         token: str | None = None
         refreshed = False
-        attempt = 0
-        url: str | None = None
-        redirects = 0
+        attempt = redirects = 0
+        redirect_to: str | None = None
         while True:
-            request_headers = dict(headers)
-            query, cookies = list(parts.query), list(parts.cookies)
-            if plan is not None:
-                try:
-                    token = await apply_auth(
-                        plan,
-                        creds,
-                        request_headers,
-                        query,
-                        cookies,
-                        self.tokens,
-                        self._client,
-                        stale=token if refreshed else None,
-                    )
-                except AuthUnavailable as error:
-                    return error_result(f"{op.label}: {scrub(str(error), secrets)}. Nothing was called.")
+            try:
+                url, headers, token = await self._authorized(
+                    op, parts, plan, creds, token if refreshed else None
+                )
+            except AuthUnavailable as error:
+                return error_result(f"{op.label}: {scrub(str(error), secrets)}. Nothing was called.")
             if token:
                 secrets = [*secrets, token]
-            if cookies:
-                request_headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in cookies)
-            if url is None or redirects == 0:
-                url = (
-                    self.base_url
-                    + parts.path
-                    + (("?" + "&".join(f"{k}={v}" for k, v in query)) if query else "")
-                )
             try:
                 status, reason, response_headers, body = await self._exchange(
-                    op, url, request_headers, parts, limit
+                    op, redirect_to or url, headers, parts, limit
                 )
             except httpx2.TimeoutException:
                 raise TimeoutError from None
@@ -336,8 +315,9 @@ class HttpApiBackend(Backend):
                     attempt += 1
                     await _backoff(attempt)
                     continue
+                reason_text = scrub(_transport_reason(error), secrets)
                 return error_result(
-                    f"{op.label} on backend {self.name!r}: cannot reach the API ({scrub(_transport_reason(error), secrets)})"
+                    f"{op.label} on backend {self.name!r}: cannot reach the API ({reason_text})"
                 )
             if body is None:
                 return error_result(
@@ -345,37 +325,66 @@ class HttpApiBackend(Backend):
                     "(the backend's max_response_bytes); ask for less (filters, pagination)"
                 )
             if status == 401 and plan is not None and plan.type == "oauth2" and not refreshed:
-                refreshed = True
+                refreshed = True  # the token was revoked or expired early: fetch a new one, once
                 continue
             if status in _RETRY_STATUS and op.method in _IDEMPOTENT and attempt < self.config.retries:
                 attempt += 1
                 await _backoff(attempt)
                 continue
-            if 300 <= status < 400:
-                target = self._same_origin_redirect(op, status, response_headers)
-                if target is not None and redirects < MAX_REDIRECTS:
-                    redirects += 1
-                    url = target
-                    continue
-                location = response_headers.get("location", "")
-                extra = (
-                    f"Redirect to {scrub(location, secrets)} not followed (only same-origin redirects are)"
-                    if location
-                    else ""
-                )
-                return error_response(op, status, reason, body, secrets, extra)
-            if 200 <= status < 300:
-                uri = self.base_url + parts.path
-                return success_response(
-                    op, status, response_headers.get("content-type"), body, uri, self._validator(op), secrets
-                )
-            extra = ""
-            if status == 429 and response_headers.get("retry-after"):
-                extra = f"Retry-After: {response_headers['retry-after'][:40]}"
-            return error_response(op, status, reason, body, secrets, extra)
+            target = self._same_origin_redirect(op, status, response_headers)
+            if target is not None and redirects < MAX_REDIRECTS:
+                redirects += 1
+                redirect_to = target
+                continue
+            return self._result(op, parts.path, status, reason, response_headers, body, secrets)
+
+    async def _authorized(
+        self,
+        op: OperationSpec,
+        parts: RequestParts,
+        plan: AuthPlan | None,
+        creds: Credentials,
+        stale: str | None,
+    ) -> tuple[str, dict[str, str], str | None]:
+        """(URL, headers, OAuth2 token used) of one attempt, the credential added where it goes."""
+        assert self._client is not None and self.base_url is not None
+        headers = {**creds.headers, "Accept": op.accept, **parts.headers}
+        query, cookies = list(parts.query), list(parts.cookies)
+        token = None
+        if plan is not None:
+            token = await apply_auth(
+                plan, creds, headers, query, cookies, self.tokens, self._client, stale=stale
+            )
+        if cookies:
+            headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in cookies)
+        url = self.base_url + parts.path + ("?" + "&".join(f"{k}={v}" for k, v in query) if query else "")
+        return url, headers, token
+
+    def _result(
+        self,
+        op: OperationSpec,
+        path: str,
+        status: int,
+        reason: str,
+        headers: httpx2.Headers,
+        body: bytes,
+        secrets: list[str],
+    ) -> types.CallToolResult:
+        assert self.base_url is not None
+        if 200 <= status < 300:
+            uri = self.base_url + path
+            return success_response(
+                op, status, headers.get("content-type"), body, uri, self._validator(op), secrets
+            )
+        extra = ""
+        if 300 <= status < 400 and headers.get("location"):
+            extra = f"Redirect to {scrub(headers['location'], secrets)} not followed (only same-origin redirects are)"
+        elif status == 429 and headers.get("retry-after"):
+            extra = f"Retry-After: {headers['retry-after'][:40]}"
+        return error_response(op, status, reason, body, secrets, extra)
 
     async def _exchange(
-        self, op: OperationSpec, url: str, headers: dict[str, str], parts: Any, limit: float
+        self, op: OperationSpec, url: str, headers: dict[str, str], parts: RequestParts, limit: float
     ) -> tuple[int, str, httpx2.Headers, bytes | None]:
         assert self._client is not None
         request = self._client.build_request(
