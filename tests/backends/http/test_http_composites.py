@@ -109,6 +109,8 @@ async def test_the_usual_backend_options_apply(open_gateway: OpenGateway, api_ur
     assert "pet" in names and "api__getPet" not in names and "api__deletePet" not in names
     assert gw.catalog.get("pet").tool.description == "One pet."
     assert (await gw.call("pet", {"id": 2})).structured_content["id"] == 2
-    read_only = await open_gateway(config(openapi_backend("ro", api_url, include=["tag:echo"], read_only_only=True)))
+    read_only = await open_gateway(
+        config(openapi_backend("ro", api_url, include=["tag:echo"], read_only_only=True))
+    )
     listed = {tool.name for tool in read_only.list_tools()}
     assert "ro__pathSimple" in listed and "ro__createPet" not in listed
