@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolweave.config.errors import ConfigError
 from toolweave.config.loader import default_config_path, load_config
 from toolweave.config.models import Config
+from toolweave.problems import ConfigError
 
 app = typer.Typer(
     name="toolweave",
@@ -311,8 +311,8 @@ def _load_for_validation(path: Path) -> tuple[Config | None, list[Any], list[str
     validated (None when the top level itself is broken), so the live check can
     report the rest in the same run.
     """
-    from toolweave.config.errors import ConfigIssue
     from toolweave.config.loader import _read_document, expand_env, load_composites, parse_config
+    from toolweave.problems import ConfigIssue
 
     issues: list[ConfigIssue] = []
     raw = _read_document(path, issues)

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from toolweave.catalog.validation import ArgumentValidator, fast_check
+from toolweave.schemas import ArgumentValidator, fast_check
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"text": {"type": "string", "title": "Text"}}, "required": ["text"]},

@@ -9,8 +9,8 @@ from composite_helpers import FakeCatalog, parse_composite_def, tool
 
 from toolweave.composite.annotations import combined_hints, composite_annotations, effective_hints
 from toolweave.composite.base import BuildError, ResolvedTool
+from toolweave.composite.definition import AnnotationsDef
 from toolweave.composite.router import build_router
-from toolweave.config.composite_base import AnnotationsDef
 
 
 def resolved(name: str, **hints: Any) -> ResolvedTool:

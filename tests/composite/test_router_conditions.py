@@ -12,7 +12,7 @@ from toolweave.composite.router.conditions import (
     referenced_fields,
     string_form,
 )
-from toolweave.config.router import Condition
+from toolweave.composite.router.config import Condition
 
 
 def matcher(spec: dict[str, Any]):

@@ -585,7 +585,7 @@ def test_redis_url_must_be_a_redis_url() -> None:
     assert parse_config({"gateway": {"redis_url": ""}}) is not None
     assert parse_config({"gateway": {"redis_url": "rediss://:pw@cache:6380/1"}}) is not None
     assert parse_config({"gateway": {"sync_interval": "500ms"}}).gateway.sync_interval == 0.5  # type: ignore[union-attr]
-    from toolweave.config.errors import ConfigError
+    from toolweave.problems import ConfigError
 
     with pytest.raises(ConfigError, match="redis_url"):
         parse_config({"gateway": {"redis_url": "http://cache:6379"}})

@@ -1,8 +1,8 @@
 """Catalog and middleware: names and conflicts, validation, filters, search, aliases."""
 
 from toolweave.catalog.catalog import Catalog, CatalogIssue, Entry, ToolClass, is_destructive
-from toolweave.catalog.patterns import PatternSet, pattern_problem
-from toolweave.catalog.validation import ArgumentValidator, redact, secret_fields
+from toolweave.config.patterns import PatternSet, pattern_problem
+from toolweave.schemas import ArgumentValidator, redact, secret_fields
 
 __all__ = [
     "ArgumentValidator",

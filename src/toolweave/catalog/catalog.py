@@ -17,12 +17,12 @@ from typing import Any, Literal
 import mcp_types as types
 
 from toolweave.backends.base import Backend
-from toolweave.catalog.patterns import PatternSet
 from toolweave.catalog.search import ToolIndex
-from toolweave.catalog.validation import ArgumentValidator, secret_fields
 from toolweave.composite.base import BuildError, Composite, ResolvedTool
-from toolweave.config._base import split_tool_ref
 from toolweave.config.models import BackendConfig, Config
+from toolweave.config.patterns import PatternSet
+from toolweave.fields import split_tool_ref
+from toolweave.schemas import ArgumentValidator, secret_fields
 
 logger = logging.getLogger("toolweave.catalog")
 

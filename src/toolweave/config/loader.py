@@ -12,12 +12,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from toolweave.config._base import split_tool_ref
-from toolweave.config.errors import ConfigError, ConfigIssue, issues_from_validation, join_path
-from toolweave.config.fanout import FanoutDef
+from toolweave.composite.fanout.config import FanoutDef
+from toolweave.composite.router.config import RouterDef
+from toolweave.composite.workflow.config import WorkflowDef
 from toolweave.config.models import Config
-from toolweave.config.router import RouterDef
-from toolweave.config.workflow import WorkflowDef
+from toolweave.fields import split_tool_ref
+from toolweave.problems import ConfigError, ConfigIssue, issues_from_validation, join_path
 
 DEFAULT_CONFIG_NAME = "toolweave.toml"
 COMPOSITE_MODELS: dict[str, type[BaseModel]] = {

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from toolweave.config._base import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, Pattern, StrictModel
+from toolweave.fields import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, Pattern, StrictModel
 
 
 class GatewayConfig(StrictModel):

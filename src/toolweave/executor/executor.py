@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 
 from toolweave.catalog.catalog import Catalog, Entry, is_destructive
-from toolweave.catalog.validation import redact
 from toolweave.composite.base import ElicitFn, ElicitUnavailable, ProgressFn, RunContext
-from toolweave.config._base import split_tool_ref
 from toolweave.executor.admission import Pools
+from toolweave.fields import split_tool_ref
 from toolweave.results import error_result, json_text, toolweave_meta
 from toolweave.runs import RunRecord, StepRecord, new_run_id
+from toolweave.schemas import redact
 
 if TYPE_CHECKING:
     from toolweave.gateway import Gateway

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from toolweave.catalog.patterns import PatternSet
 from toolweave.config.models import PolicyConfig
+from toolweave.config.patterns import PatternSet
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from toolweave.executor.executor import ToolExecutor, resuming
 from toolweave.runs import RunRecord, RunStore
 
 REDACTED = "[redacted]"
-"""What run records keep instead of a secret argument (`toolweave.catalog.validation.redact`)."""
+"""What run records keep instead of a secret argument (`toolweave.schemas.redact`)."""
 
 
 class ResumeError(Exception):

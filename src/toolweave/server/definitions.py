@@ -28,9 +28,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolweave.catalog.catalog import Catalog, Entry
-from toolweave.config.errors import ConfigIssue
 from toolweave.config.loader import parse_composite
 from toolweave.gateway import Gateway
+from toolweave.problems import ConfigIssue
 from toolweave.store import CompositeRepository, Conflict, StoredComposite, TenantRepository
 
 logger = logging.getLogger("toolweave.definitions")

@@ -16,13 +16,13 @@ import jsonschema
 
 from toolweave.composite.annotations import effective_hints
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
-from toolweave.composite.workflow.graph import format_cycle
-from toolweave.composite.workflow.output import OutputPlan
-from toolweave.config.workflow import (
+from toolweave.composite.workflow.config import (
     DEFAULT_STEP_TIMEOUT,
     StepDef,
     WorkflowDef,
 )
+from toolweave.composite.workflow.graph import format_cycle
+from toolweave.composite.workflow.output import OutputPlan
 from toolweave.templates import (
     CompiledTemplate,
     ValueTemplate,

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from toolweave.config._base import EXPOSED_NAME_RE, StrictModel
+from toolweave.fields import EXPOSED_NAME_RE, StrictModel
 
 
 class AnnotationsDef(StrictModel):

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from toolweave.config._base import Duration, StrictModel
-from toolweave.config.composite_base import CompositeBase
+from toolweave.composite.definition import CompositeBase
+from toolweave.fields import Duration, StrictModel
 
 
 class FanoutTarget(StrictModel):

@@ -15,8 +15,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field
 
-from toolweave.config._base import Duration, StrictModel
-from toolweave.config.composite_base import CompositeBase
+from toolweave.composite.definition import CompositeBase
+from toolweave.fields import Duration, StrictModel
 from toolweave.templates import (
     TemplateError,
     check_syntax,

@@ -20,8 +20,8 @@ import jsonschema
 import re2
 from pydantic import Field, ValidationInfo, field_validator
 
-from toolweave.config._base import StrictModel
-from toolweave.config.composite_base import CompositeBase
+from toolweave.composite.definition import CompositeBase
+from toolweave.fields import StrictModel
 from toolweave.templates import check_syntax
 
 STRING_TYPES: Final = ("contains", "equals", "matches", "starts_with", "ends_with")

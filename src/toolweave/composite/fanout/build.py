@@ -57,6 +57,7 @@ from jinja2 import nodes
 
 from toolweave.composite.annotations import composite_annotations
 from toolweave.composite.base import BuildError, ProgressFn, ResolvedTool, RunContext, ToolResolver
+from toolweave.composite.fanout.config import FanoutDef, FanoutTarget
 from toolweave.composite.jsonschemas import (
     merge_definitions,
     properties_of,
@@ -65,9 +66,8 @@ from toolweave.composite.jsonschemas import (
     type_names,
     type_value,
 )
+from toolweave.composite.router.config import input_schema_problem
 from toolweave.composite.targets import resolve_targets
-from toolweave.config.fanout import FanoutDef, FanoutTarget
-from toolweave.config.router import input_schema_problem
 from toolweave.export.describe import ParamUsage, PartDoc, describe_fanout
 from toolweave.results import META_KEY, text
 from toolweave.templates import (

@@ -67,7 +67,7 @@ Duration = Annotated[
 
 
 def _check_pattern(value: str) -> str:
-    from toolweave.catalog.patterns import pattern_problem  # lazy: the catalog package imports config
+    from toolweave.config.patterns import pattern_problem  # lazy: the catalog package imports config
 
     problem = pattern_problem(value)
     if problem is not None:
