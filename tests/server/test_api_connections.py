@@ -13,8 +13,8 @@ import pytest
 from api_helpers import AppFactory, header_server
 
 from toolweave.executor.executor import Session
-from toolweave.server.connections import ConnectionUnavailable
-from toolweave.server.logs import JsonFormatter
+from toolweave.services.connections import ConnectionUnavailable
+from toolweave.services.logs import JsonFormatter
 from tw_testing import python_backend, stdio_backend
 
 API = "/api/v1"
@@ -139,7 +139,7 @@ async def test_connections_are_per_tenant_lazy_and_never_shown(
 
 
 def test_the_scrubber_is_the_second_line_of_defence() -> None:
-    from toolweave.server.logs import REDACTED, SCRUBBER
+    from toolweave.services.logs import REDACTED, SCRUBBER
 
     SCRUBBER.add("scrub-me-please-123")
     record = logging.LogRecord("x", logging.ERROR, __file__, 1, "oops %s", ("scrub-me-please-123",), None)

@@ -20,9 +20,10 @@ from mcp_types import SERVER_INFO_META_KEY
 
 from toolweave import Gateway
 from toolweave.executor.executor import Session
-from toolweave.server import create_app, mcp_front
+from toolweave.server import create_app
 from toolweave.server.app import ModernJsonRouter
-from toolweave.server.mcp_front import MCPFront
+from toolweave.server.mcp import front as mcp_front
+from toolweave.server.mcp.front import MCPFront
 from tw_testing import OpenGateway, free_port, names, python_backend, stdio_backend, text
 
 MODES = [pytest.param("auto", id="2026-07-28"), pytest.param("legacy", id="2025-11-25")]

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from api_helpers import GREETER, AppFactory
 
-from toolweave.server.logs import configure_logging
+from toolweave.services.logs import configure_logging
 from tw_testing import python_backend
 
 API = "/api/v1"

@@ -32,8 +32,8 @@ from toolweave import Gateway
 from toolweave.config import parse_config
 from toolweave.executor.executor import Session
 from toolweave.server.factory import server_app
-from toolweave.server.runtime import ServerRuntime
-from toolweave.server.sync import Change, ChangeFeed, SyncError, announce, plan
+from toolweave.services.change_feed import Change, ChangeFeed, SyncError, announce, plan
+from toolweave.services.runtime import ServerRuntime
 from toolweave.store import Database, KeyRepository
 from tw_testing import free_port, names, python_backend
 

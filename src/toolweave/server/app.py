@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.routing import Mount, Route
 
 from toolweave.gateway import Gateway
-from toolweave.server.mcp_front import MCPFront
+from toolweave.server.mcp.front import MCPFront
 
 _VERSION_HEADER = b"mcp-protocol-version"
 WATCH_AFTER = 0.05

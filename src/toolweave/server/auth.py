@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from toolweave.executor.executor import Session
-from toolweave.server.mcp_front import SESSION_SCOPE_KEY
+from toolweave.server.mcp.front import SESSION_SCOPE_KEY
 from toolweave.store import ApiKeyInfo, KeyRepository
 
 Scope = MutableMapping[str, Any]

@@ -13,7 +13,7 @@ from toolweave.config.models import Config
 from toolweave.gateway import Gateway
 from toolweave.server.app import create_app
 from toolweave.server.auth import AuthMiddleware
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 from toolweave.store import Database, SqlRunStore
 
 

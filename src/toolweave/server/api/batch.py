@@ -8,7 +8,7 @@ from toolweave.executor.executor import BatchCall, Session, ToolExecutor
 from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, require, runtime
 from toolweave.server.api.models import BatchRequest, BatchResponse, BatchResultItem
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["tools"])
 

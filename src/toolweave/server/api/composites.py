@@ -3,7 +3,7 @@
 `{id}` is a composite's id or its name. File-defined composites are listed
 and readable (`source: "file"`, `readOnly: true`); changing them through the
 API is a 409 `read_only` naming the file. Every change is validated before
-anything is stored (see `toolweave.server.definitions`).
+anything is stored (see `toolweave.services.definitions`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pydantic import BaseModel
 from toolweave.config.loader import TOOLHIVE_KIND
 from toolweave.executor.executor import Session
 from toolweave.export import export_tool
-from toolweave.server import llm
 from toolweave.server.api import present
 from toolweave.server.api.deps import ADMIN, READ, definitions, require
 from toolweave.server.api.errors import ApiError
@@ -31,7 +30,8 @@ from toolweave.server.api.models import (
     VersionList,
     VersionOut,
 )
-from toolweave.server.definitions import DefinitionService, parse_definition
+from toolweave.services import llm
+from toolweave.services.definitions import DefinitionService, parse_definition
 from toolweave.store import NotFound, StoredComposite
 
 router = APIRouter(prefix="/composite-tools", tags=["composite tools"])

@@ -16,8 +16,8 @@ from toolweave.executor.executor import Session
 from toolweave.server.api.deps import ADMIN, READ, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import ConnectionList, ConnectionOut, ConnectionPut
-from toolweave.server.logs import SCRUBBER
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.logs import SCRUBBER
+from toolweave.services.runtime import ServerRuntime
 from toolweave.store import NotFound
 
 router = APIRouter(prefix="/connections", tags=["connections"])

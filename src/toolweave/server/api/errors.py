@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from toolweave.server.definitions import DefinitionError
+from toolweave.services.definitions import DefinitionError
 from toolweave.store import Conflict, Forbidden, NotFound, SecretKeyError, StoreError
 
 logger = logging.getLogger("toolweave.api")

@@ -19,7 +19,7 @@ from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, definitions, require
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import InvokeMeta, InvokeRequest, InvokeResponse
-from toolweave.server.definitions import DefinitionService
+from toolweave.services.definitions import DefinitionService
 from toolweave.store import NotFound
 
 router = APIRouter(tags=["composite tools"])

@@ -13,7 +13,7 @@ from toolweave.gateway import Gateway
 from toolweave.results import result_to_dict
 from toolweave.runs import RunRecord
 from toolweave.server.api.models import AiTool, CallResult, CompositeDetail, RunOut, StepOut
-from toolweave.server.definitions import DefinitionService
+from toolweave.services.definitions import DefinitionService
 from toolweave.store import StoredComposite
 
 

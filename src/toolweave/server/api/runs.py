@@ -13,7 +13,7 @@ from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, READ, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import CallResult, ResumeRequest, RunList, RunOut
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 RunStatus = Annotated[

@@ -12,8 +12,8 @@ from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, READ, definitions, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import AiToolList, CallResult
-from toolweave.server.definitions import DefinitionService
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.definitions import DefinitionService
+from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["tools"])
 

@@ -45,7 +45,7 @@ from toolweave import __version__
 from toolweave.executor.admission import Pools
 from toolweave.executor.executor import Session, ToolExecutor
 from toolweave.gateway import Gateway
-from toolweave.server.elicitation import InputBroker, client_can_elicit, legacy_elicit
+from toolweave.server.mcp.elicitation import InputBroker, client_can_elicit, legacy_elicit
 
 logger = logging.getLogger("toolweave.server")
 SESSION_SCOPE_KEY = "toolweave.session"

@@ -29,7 +29,7 @@ from typing import Any
 from toolweave.backends.base import Backend
 from toolweave.backends.mcp import MCPBackend
 from toolweave.executor.executor import Session
-from toolweave.server.logs import SCRUBBER
+from toolweave.services.logs import SCRUBBER
 from toolweave.store import ConnectionRepository
 
 logger = logging.getLogger("toolweave.connections")

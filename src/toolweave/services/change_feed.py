@@ -52,9 +52,9 @@ from toolweave.store.tables import api_keys, composite_tools, connections
 
 if TYPE_CHECKING:
     from toolweave.server.auth import KeyCache
-    from toolweave.server.connections import TenantBackends
-    from toolweave.server.definitions import DefinitionService
-    from toolweave.server.runtime import ServerRuntime
+    from toolweave.services.connections import TenantBackends
+    from toolweave.services.definitions import DefinitionService
+    from toolweave.services.runtime import ServerRuntime
 
 logger = logging.getLogger("toolweave.sync")
 

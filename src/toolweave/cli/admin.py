@@ -44,7 +44,7 @@ runs_app = typer.Typer(help="Run records of composite (and recorded direct) call
 def _database_url(config: Path | None, database: str | None) -> str:
     if database:
         return database
-    from toolweave.cli import _load
+    from toolweave.cli.main import _load
 
     return _load(config).gateway.database
 
@@ -53,7 +53,7 @@ def _redis_url(config: Path | None, database: str | None) -> str:
     """The config's `gateway.redis_url`, so running gateways hear of a revocation at once."""
     if database:
         return ""
-    from toolweave.cli import _load
+    from toolweave.cli.main import _load
 
     return _load(config).gateway.redis_url
 
@@ -170,7 +170,7 @@ def keys_revoke(
     redis_url = _redis_url(config, database)
 
     async def revoke(db: Any) -> Any:
-        from toolweave.server.sync import Change, announce
+        from toolweave.services.change_feed import Change, announce
 
         try:
             info = await KeyRepository(db).revoke(key_id)
@@ -286,7 +286,7 @@ def runs_resume(
         if not isinstance(arguments, dict):
             err.print(f"[red]--args must be a JSON object[/], got {type(arguments).__name__}")
             raise typer.Exit(2)
-    from toolweave.cli import _load, _logging
+    from toolweave.cli.main import _load, _logging
     from toolweave.executor.resume import ResumeError
     from toolweave.results import result_to_dict
     from toolweave.store import StoreError
@@ -311,8 +311,8 @@ async def _resume(cfg: Any, run_id: str, arguments: dict[str, Any]) -> Any:
     """The served gateway's view (stored definitions, tenants' connections) in this process, for one resume."""
     from toolweave.executor.resume import interrupted_run, resume_run
     from toolweave.gateway import Gateway
-    from toolweave.server.connections import TenantBackends
-    from toolweave.server.definitions import DefinitionService
+    from toolweave.services.connections import TenantBackends
+    from toolweave.services.definitions import DefinitionService
     from toolweave.store import (
         CompositeRepository,
         ConnectionRepository,
@@ -364,7 +364,7 @@ def export_command(
     if (name is None) == (not all_tools):
         err.print("[red]give a tool NAME or --all[/] (not both)")
         raise typer.Exit(2)
-    from toolweave.cli import _load, _logging
+    from toolweave.cli.main import _load, _logging
 
     cfg = _load(config)
     _logging("error")
@@ -380,7 +380,7 @@ def export_command(
 async def _export(cfg: Any, name: str | None, format: str, tenant: str | None) -> list[dict[str, Any]]:
     """Start the gateway, merge the stored definitions (read-only), export."""
     from toolweave.gateway import Gateway
-    from toolweave.server.definitions import DefinitionService
+    from toolweave.services.definitions import DefinitionService
     from toolweave.store import CompositeRepository, Database, TenantRepository
 
     db = Database.from_url(cfg.gateway.database)

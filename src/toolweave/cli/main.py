@@ -107,7 +107,7 @@ def serve(
 
 def _serve_logging(cfg: Config, log_json: bool) -> None:
     """Text or JSON lines on stderr; connection secrets are scrubbed from both."""
-    from toolweave.server.logs import configure_logging
+    from toolweave.services.logs import configure_logging
 
     configure_logging(cfg.gateway.log_level, json_lines=log_json or cfg.gateway.log_format == "json")
 
@@ -139,7 +139,7 @@ async def _serve_stdio(cfg: Config) -> None:
     from mcp.server.stdio import stdio_server
 
     from toolweave.gateway import Gateway
-    from toolweave.server.mcp_front import MCPFront
+    from toolweave.server.mcp.front import MCPFront
 
     runs = await _run_store(cfg)
     gateway = Gateway(cfg, errlog=sys.stderr, runs=runs)
@@ -364,7 +364,7 @@ async def _connected_problems(cfg: Config, paths: list[str]) -> list[tuple[str |
 
 def _register_admin_commands() -> None:
     """keys, runs, export: the commands that read or change the database (cli_admin.py)."""
-    from toolweave.cli_admin import register
+    from toolweave.cli.admin import register
 
     register(app)
 

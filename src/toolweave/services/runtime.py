@@ -14,10 +14,10 @@ import logging
 
 from toolweave.gateway import Gateway
 from toolweave.server.auth import KeyCache
-from toolweave.server.connections import TenantBackends
-from toolweave.server.definitions import DefinitionService
-from toolweave.server.metrics import Metrics
-from toolweave.server.sync import ChangeFeed, Mode
+from toolweave.services.change_feed import ChangeFeed, Mode
+from toolweave.services.connections import TenantBackends
+from toolweave.services.definitions import DefinitionService
+from toolweave.services.metrics import Metrics
 from toolweave.store import (
     ApiKeyInfo,
     CompositeRepository,
@@ -53,7 +53,7 @@ class ServerRuntime:
         self.definitions: DefinitionService | None = None
         self.tenant_backends = TenantBackends(self.connections)
         self.sync_mode: Mode = sync
-        """`auto` (see `toolweave.server.sync`), `poll` (polling only) or `off`."""
+        """`auto` (see `toolweave.services.change_feed`), `poll` (polling only) or `off`."""
         self.sync: ChangeFeed | None = None
         self._started_gateway = False
         self.started = False
