@@ -1,4 +1,5 @@
-"""Shared building blocks of the config models: strictness, durations, names.
+"""Field types every definition model shares (the config file's and each composite kind's):
+strictness, durations, names, tool references.
 
 Every model forbids unknown keys, because a typo in a config file must be an
 error with a path, never a silently ignored setting.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 BACKEND_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 EXPOSED_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -64,19 +65,6 @@ Duration = Annotated[
     float, BeforeValidator(parse_duration), PlainSerializer(format_duration, return_type=str)
 ]
 """Seconds as a float; accepts `30s`, `500ms`, `5m`, `1h` or plain numbers in config."""
-
-
-def _check_pattern(value: str) -> str:
-    from toolweave.config.patterns import pattern_problem  # lazy: the catalog package imports config
-
-    problem = pattern_problem(value)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
-
-
-Pattern = Annotated[str, AfterValidator(_check_pattern)]
-"""A name pattern (shell glob, or `re:` + RE2 regex), checked when the config is loaded."""
 
 
 def split_tool_ref(ref: str) -> tuple[str, str] | None:

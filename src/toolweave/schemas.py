@@ -19,6 +19,8 @@ import jsonschema
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
 
+from toolweave.secrets import secret_fields
+
 
 class ArgumentValidator:
     __slots__ = ("_fast", "_secret_fields", "_validator")
@@ -60,22 +62,6 @@ def describe_error(error: ValidationError, secrets: frozenset[str] = frozenset()
     if top in secrets:
         return f"argument '{field}' is invalid ({error.validator} {error.validator_value!r} failed)"
     return f"argument '{field}': {error.message}"
-
-
-def secret_fields(schema: Mapping[str, Any] | None) -> frozenset[str]:
-    """Top-level properties marked `writeOnly` or `format: password` (their values are never shown)."""
-    properties = (schema or {}).get("properties") or {}
-    return frozenset(
-        name
-        for name, prop in properties.items()
-        if isinstance(prop, Mapping) and (prop.get("writeOnly") is True or prop.get("format") == "password")
-    )
-
-
-def redact(arguments: Mapping[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
-    if not secrets:
-        return dict(arguments)
-    return {key: ("[redacted]" if key in secrets else value) for key, value in arguments.items()}
 
 
 # -- the fast path -------------------------------------------------------------------

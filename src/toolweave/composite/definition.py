@@ -1,12 +1,21 @@
-"""What every composite definition has in common."""
+"""What every composite definition has in common: name, description, annotations, and the tools
+it calls (which the loader checks and the catalog orders builds by)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field, field_validator
 
 from toolweave.fields import EXPOSED_NAME_RE, StrictModel
+
+
+class ToolReference(NamedTuple):
+    """A tool a definition calls: where it is named (relative path) and the reference as written."""
+
+    path: str
+    tool: str
+    """`backend/tool`, `backend.tool` or an exposed name (another composite's)."""
 
 
 class AnnotationsDef(StrictModel):
@@ -34,3 +43,7 @@ class CompositeBase(StrictModel):
         if not EXPOSED_NAME_RE.match(value):
             raise ValueError(f"composite name {value!r} must match ^[a-zA-Z0-9_-]{{1,64}}$")
         return value
+
+    def tool_references(self) -> list[ToolReference]:
+        """Every tool the definition calls, with where it is named."""
+        return []

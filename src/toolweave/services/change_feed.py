@@ -40,21 +40,15 @@ import hashlib
 import logging
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import orjson
 from sqlalchemy import func, select, text
 
 from toolweave.store import Database
 from toolweave.store.tables import api_keys, composite_tools, connections
-
-if TYPE_CHECKING:
-    from toolweave.server.auth import KeyCache
-    from toolweave.services.connections import TenantBackends
-    from toolweave.services.definitions import DefinitionService
-    from toolweave.services.runtime import ServerRuntime
 
 logger = logging.getLogger("toolweave.sync")
 
@@ -329,23 +323,28 @@ class _Marks:
 
 
 class ChangeFeed:
-    """One gateway's side of the feed: publishes its own changes, applies everyone else's."""
+    """One gateway's side of the feed: publishes its own changes, applies everyone else's.
+
+    It knows nothing of what it keeps in step: the host hands it what to do when
+    something changed elsewhere (`reload_definitions`, `forget_key` with a key id or
+    None for "any key", `forget_connection` with a tenant and a backend).
+    """
 
     def __init__(
         self,
         db: Database,
         *,
-        definitions: DefinitionService,
-        key_cache: KeyCache,
-        tenant_backends: TenantBackends,
+        reload_definitions: Callable[[], Awaitable[Any]],
+        forget_key: Callable[[str | None], None],
+        forget_connection: Callable[[str | None, str], None],
         redis_url: str = "",
         interval: float = 5.0,
         mode: Mode = "auto",
     ) -> None:
         self.db = db
-        self.definitions = definitions
-        self.key_cache = key_cache
-        self.tenant_backends = tenant_backends
+        self._reload_definitions = reload_definitions
+        self._forget_key = forget_key
+        self._forget_connection = forget_connection
         self.interval = interval
         self.instance = uuid.uuid4().hex
         self.transport_name = plan(redis_url, db, mode)
@@ -369,26 +368,6 @@ class ChangeFeed:
         self._sending: set[asyncio.Task[None]] = set()
         self._poll_lock = asyncio.Lock()
         self._poll_failing = False
-
-    @classmethod
-    def for_runtime(cls, runtime: ServerRuntime, mode: Mode = "auto") -> ChangeFeed | None:
-        """The runtime's feed, or None when it has none (SQLite without Redis, or `mode="off"`).
-
-        Raises `SyncError` at once when Redis is configured but its package is missing.
-        """
-        settings = runtime.gateway.config.gateway
-        if plan(settings.redis_url, runtime.db, mode) == "off":
-            return None
-        assert runtime.definitions is not None
-        return cls(
-            runtime.db,
-            definitions=runtime.definitions,
-            key_cache=runtime.key_cache,
-            tenant_backends=runtime.tenant_backends,
-            redis_url=settings.redis_url,
-            interval=settings.sync_interval,
-            mode=mode,
-        )
 
     @staticmethod
     def check(redis_url: str, db: Database, mode: Mode = "auto") -> None:
@@ -487,12 +466,9 @@ class ChangeFeed:
         if change.kind == "definitions":
             self._definitions_dirty.set()
         elif change.kind == "key":
-            if change.id is None:
-                self.key_cache.clear()
-            else:
-                self.key_cache.forget_key(change.id)
+            self._forget_key(change.id)
         elif change.kind == "connection" and change.backend is not None:
-            self.tenant_backends.forget(change.tenant, change.backend)
+            self._forget_connection(change.tenant, change.backend)
 
     def transport_up(self) -> None:
         was_down = self._down_logged
@@ -562,7 +538,7 @@ class ChangeFeed:
             if marks.definitions != previous.definitions:
                 self._definitions_dirty.set()
             if marks.keys != previous.keys:
-                self.key_cache.clear()
+                self._forget_key(None)
 
     async def _read_marks(self) -> _Marks:
         """One round trip: per table a count and what moves on every change that matters.
@@ -601,7 +577,7 @@ class ChangeFeed:
         before = self._connections
         for key in set(now) | set(before):
             if now.get(key) != before.get(key):
-                self.tenant_backends.forget(*key)
+                self._forget_connection(*key)
         self._connections = now
 
     async def _definitions_worker(self) -> None:
@@ -610,7 +586,7 @@ class ChangeFeed:
             await self._definitions_dirty.wait()
             self._definitions_dirty.clear()
             try:
-                await self.definitions.reload()
+                await self._reload_definitions()
             except Exception as error:  # noqa: BLE001 - retried shortly; the previous definitions keep serving
                 logger.warning("reloading composite tools after a change failed (%s); retrying", error)
                 await asyncio.sleep(min(self.interval, 5.0) if self.interval > 0 else 5.0)

@@ -28,8 +28,8 @@ from typing import Any
 
 from toolweave.backends.base import Backend
 from toolweave.backends.mcp import MCPBackend
-from toolweave.executor.executor import Session
-from toolweave.services.logs import SCRUBBER
+from toolweave.executor import Session
+from toolweave.secrets import SCRUBBER
 from toolweave.store import ConnectionRepository
 
 logger = logging.getLogger("toolweave.connections")

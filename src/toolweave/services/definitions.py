@@ -28,9 +28,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolweave.catalog.catalog import Catalog, Entry
-from toolweave.config.loader import parse_composite
+from toolweave.composite import build_composite, parse_composite
 from toolweave.gateway import Gateway
-from toolweave.problems import ConfigIssue
+from toolweave.problems import Problem
 from toolweave.store import CompositeRepository, Conflict, StoredComposite, TenantRepository
 
 logger = logging.getLogger("toolweave.definitions")
@@ -38,12 +38,6 @@ logger = logging.getLogger("toolweave.definitions")
 SERVED_STATUSES = ("active", "degraded")
 """Statuses whose definitions are handed to the gateway (degraded ones are retried on every rebuild)."""
 USER_STATUSES = ("draft", "active", "disabled")
-
-
-@dataclass(slots=True)
-class Problem:
-    path: str
-    message: str
 
 
 class DefinitionError(Exception):
@@ -78,9 +72,9 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def parse_definition(definition: Any, path: str = "definition") -> tuple[BaseModel | None, list[Problem]]:
-    issues: list[ConfigIssue] = []
-    model = parse_composite(definition, path, issues)
-    return (model if not issues else None), [Problem(i.path, i.message) for i in issues]
+    problems: list[Problem] = []
+    model = parse_composite(definition, path, problems)
+    return (model if not problems else None), problems
 
 
 class DefinitionService:
@@ -138,7 +132,7 @@ class DefinitionService:
 
     def _parsed(self, row: StoredComposite) -> _Known:
         model, problems = parse_definition(row.definition)
-        return _Known(row, model, [f"{p.path}: {p.message}" if p.path else p.message for p in problems])
+        return _Known(row, model, [str(problem) for problem in problems])
 
     async def _apply(self) -> None:
         """Hand the servable definitions to the gateway (which announces list_changed), then record verdicts."""
@@ -178,11 +172,11 @@ class DefinitionService:
             return list(known.parse_problems)
         row = known.stored
         catalog = self.gateway.catalog
-        problems = list(catalog.degraded.get(row.name, []))
+        problems = [str(problem) for problem in catalog.degraded.get(row.name, [])]
         if problems:
             return problems
         entry = catalog.get(row.name)
-        if entry is None or entry.composite is None or self.gateway.owner_of(row.name) != row.tenant:
+        if entry is None or entry.composite is None or entry.owner != row.tenant:
             clashes = [i.message for i in catalog.issues if i.subject == row.name]
             return clashes or [f"the name {row.name!r} is already used by another tool on this gateway"]
         return []
@@ -241,7 +235,7 @@ class DefinitionService:
 
     def served_entry(self, row: StoredComposite) -> Entry | None:
         entry = self.gateway.catalog.get(row.name)
-        if entry is None or entry.composite is None or self.gateway.owner_of(row.name) != row.tenant:
+        if entry is None or entry.composite is None or entry.owner != row.tenant:
             return None
         known = self._known.get(row.id)
         return entry if known is not None and known.stored.status in SERVED_STATUSES else None
@@ -378,7 +372,7 @@ class DefinitionService:
         gateway = self.gateway
         definitions = [*gateway.config.composite_tools, *others, model]
         trial = Catalog.build(gateway.config, list(gateway.backends.values()), definitions)
-        problems = [_problem(text) for text in trial.degraded.get(name, [])]
+        problems = [problem.under("definition") for problem in trial.degraded.get(name, [])]
         problems += [
             Problem("definition", i.message) for i in trial.issues if i.subject == name and not problems
         ]
@@ -391,18 +385,8 @@ class DefinitionService:
 
     def build_entry(self, model: BaseModel) -> Entry | None:
         """Build one definition against the current catalog without serving it; None when it does not build."""
-        from toolweave.composite import build_composite
-
         try:
             composite = build_composite(model, self.gateway.catalog)
         except Exception:  # noqa: BLE001 - a definition that does not build has no export
             return None
         return Entry(name=composite.name, tool=composite.tool, composite=composite, tool_class="composite")
-
-
-def _problem(text: str) -> Problem:
-    """Catalog problems read `path: message`; paths inside a definition are prefixed `definition.`."""
-    path, sep, message = text.partition(": ")
-    if sep and path and " " not in path:
-        return Problem(f"definition.{path}", message)
-    return Problem("definition", text)

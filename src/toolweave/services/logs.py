@@ -3,7 +3,7 @@
 Nothing in toolweave logs argument values or connection secrets on purpose.
 The scrubber is the second line of defence: every connection secret the
 server loads or stores is registered, and any log line that would contain
-one (an exception text from a library, a debug print) gets `[redacted]`
+one (an exception text from a library, a debug print) gets the redaction marker
 instead. Scrubbing costs nothing until a line is actually written.
 """
 
@@ -11,46 +11,16 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 from typing import Any, TextIO
 
 import orjson
 
-REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 6
-"""Shorter values are not scrubbed: replacing every `abc` in every log line would garble them."""
+from toolweave.secrets import SCRUBBER
 
 _STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime", "taskName"}
 )
-
-
-class SecretScrubber:
-    """The set of secret values that must never reach a log line."""
-
-    def __init__(self) -> None:
-        self._values: set[str] = set()
-        self._lock = threading.Lock()
-
-    def add(self, *values: str) -> None:
-        with self._lock:
-            self._values.update(v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH)
-
-    def scrub(self, text: str) -> str:
-        if not self._values:
-            return text
-        for value in sorted(self._values, key=len, reverse=True):
-            if value in text:
-                text = text.replace(value, REDACTED)
-        return text
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-
-SCRUBBER = SecretScrubber()
-"""Process-wide: log handlers are process-wide too."""
 
 
 class ScrubbingFormatter(logging.Formatter):

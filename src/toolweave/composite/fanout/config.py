@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from toolweave.composite.definition import CompositeBase
+from toolweave.composite.definition import CompositeBase, ToolReference
 from toolweave.fields import Duration, StrictModel
 
 
@@ -40,3 +40,8 @@ class FanoutDef(CompositeBase):
         if self.targets:
             return list(self.targets)
         return [FanoutTarget(tool=tool) for tool in self.tools]
+
+    def tool_references(self) -> list[ToolReference]:
+        if self.targets:
+            return [ToolReference(f"targets[{i}].tool", t.tool) for i, t in enumerate(self.targets)]
+        return [ToolReference(f"tools[{i}]", tool) for i, tool in enumerate(self.tools)]

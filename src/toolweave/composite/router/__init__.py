@@ -1,5 +1,10 @@
-"""Router composites: one tool in front of several operations, picked by rules or by the agent."""
+"""Router composites: one tool in front of several operations, picked by rules or by the agent.
 
-from toolweave.composite.router.build import KIND, RouterComposite, build_router
+`config.py` is the definition and its own checks, `conditions.py` and `schema.py` compile rules
+and the unified input schema, `build.py` builds it against a catalog, `run.py` runs a call.
+"""
+
+from toolweave.composite.router.build import build_router
+from toolweave.composite.router.run import KIND, RouterComposite
 
 __all__ = ["KIND", "RouterComposite", "build_router"]

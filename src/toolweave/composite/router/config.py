@@ -20,8 +20,9 @@ import jsonschema
 import re2
 from pydantic import Field, ValidationInfo, field_validator
 
-from toolweave.composite.definition import CompositeBase
+from toolweave.composite.definition import CompositeBase, ToolReference
 from toolweave.fields import StrictModel
+from toolweave.problems import Problem
 from toolweave.templates import check_syntax
 
 STRING_TYPES: Final = ("contains", "equals", "matches", "starts_with", "ends_with")
@@ -250,7 +251,10 @@ class RouterDef(CompositeBase):
     def slugs(self) -> list[str]:
         return [op.slug for op in self.operations]
 
-    def static_issues(self) -> list[tuple[str, str]]:
+    def tool_references(self) -> list[ToolReference]:
+        return [ToolReference(f"operations[{i}].tool", op.tool) for i, op in enumerate(self.operations)]
+
+    def static_issues(self) -> list[Problem]:
         """Every problem that needs no catalog, each as (relative path, message)."""
         return [
             *self._operation_issues(),
@@ -260,10 +264,10 @@ class RouterDef(CompositeBase):
             *self._schema_issues(),
         ]
 
-    def _operation_issues(self) -> list[tuple[str, str]]:
+    def _operation_issues(self) -> list[Problem]:
         if not self.operations:
             return [("operations", "a router needs at least one operation")]
-        issues: list[tuple[str, str]] = []
+        issues: list[Problem] = []
         first_index: dict[str, int] = {}
         for index, op in enumerate(self.operations):
             if op.slug in first_index:
@@ -277,8 +281,8 @@ class RouterDef(CompositeBase):
             issues.extend(self._mapping_issues(index, op))
         return issues
 
-    def _mapping_issues(self, index: int, op: RouterOperation) -> list[tuple[str, str]]:
-        issues: list[tuple[str, str]] = []
+    def _mapping_issues(self, index: int, op: RouterOperation) -> list[Problem]:
+        issues: list[Problem] = []
         mapped_from: dict[str, str] = {}
         where = f"operations[{index}]"
         for unified, target in op.parameter_mapping.items():
@@ -308,10 +312,10 @@ class RouterDef(CompositeBase):
                 )
         return issues
 
-    def _routing_issues(self) -> list[tuple[str, str]]:
+    def _routing_issues(self) -> list[Problem]:
         known = self.slugs()
         listing = "operations: " + ", ".join(dict.fromkeys(known)) if known else "no operations defined"
-        issues: list[tuple[str, str]] = []
+        issues: list[Problem] = []
         if self.routing == "agent_driven":
             if self.rules:
                 issues.append(
@@ -326,36 +330,40 @@ class RouterDef(CompositeBase):
                     )
                 )
         elif not self.rules and self.default_operation is None:
-            issues.append(("rules", "rule_based routing needs at least one rule or a default_operation"))
+            issues.append(
+                Problem("rules", "rule_based routing needs at least one rule or a default_operation")
+            )
         for index, rule in enumerate(self.rules):
             if rule.operation not in known:
                 issues.append(
                     (f"rules[{index}].operation", f"unknown operation {rule.operation!r} ({listing})")
                 )
         if self.default_operation is not None and self.default_operation not in known:
-            issues.append(("default_operation", f"unknown operation {self.default_operation!r} ({listing})"))
+            issues.append(
+                Problem("default_operation", f"unknown operation {self.default_operation!r} ({listing})")
+            )
         return issues
 
-    def _pattern_issues(self) -> list[tuple[str, str]]:
-        issues: list[tuple[str, str]] = []
+    def _pattern_issues(self) -> list[Problem]:
+        issues: list[Problem] = []
         for index, rule in enumerate(self.rules):
             for path, condition in rule.condition.walk(f"rules[{index}].condition"):
                 if condition.type == "matches":
                     problem = re2_problem(str(condition.value), condition.is_case_sensitive)
                     if problem:
-                        issues.append((f"{path}.value", problem))
+                        issues.append(Problem(f"{path}.value", problem))
         return issues
 
-    def _template_issues(self) -> list[tuple[str, str]]:
-        issues: list[tuple[str, str]] = []
+    def _template_issues(self) -> list[Problem]:
+        issues: list[Problem] = []
         for key in ("success_template", "error_template"):
             source = getattr(self, key)
             problem = check_syntax(source) if source is not None else None
             if problem:
-                issues.append((key, problem))
+                issues.append(Problem(key, problem))
         return issues
 
-    def _schema_issues(self) -> list[tuple[str, str]]:
+    def _schema_issues(self) -> list[Problem]:
         if self.input_schema is None:
             return []
         problem = input_schema_problem(self.input_schema)

@@ -23,12 +23,13 @@ from toolweave.composite.workflow.config import (
 )
 from toolweave.composite.workflow.graph import format_cycle
 from toolweave.composite.workflow.output import OutputPlan
+from toolweave.composite.workflow.validation import workflow_problems
+from toolweave.secrets import secret_fields
 from toolweave.templates import (
     CompiledTemplate,
     ValueTemplate,
     compile_template,
     compile_value,
-    secret_names,
 )
 
 ELICIT_VALUE_KEY = "value"
@@ -125,7 +126,7 @@ class WorkflowPlan:
 
 def compile_plan(defn: WorkflowDef, resolver: ToolResolver) -> tuple[WorkflowPlan, list[ResolvedTool]]:
     """Resolve and compile; raise BuildError listing every unknown tool or call cycle."""
-    issues = list(defn.static_issues())
+    issues = list(workflow_problems(defn))
     if issues:
         raise BuildError(issues)
     resolved: dict[str, ResolvedTool] = {}
@@ -153,7 +154,7 @@ def compile_plan(defn: WorkflowDef, resolver: ToolResolver) -> tuple[WorkflowPla
         failure_mode=defn.failure_mode,
         max_parallel=defn.max_parallel,
         defaults=_parameter_defaults(defn.parameters),
-        secret_params=secret_names(defn.parameters),
+        secret_params=secret_fields(defn.parameters),
         output=OutputPlan(defn.output) if defn.output is not None else None,
         references=frozenset(tool.name for tool in resolved.values()),
     )

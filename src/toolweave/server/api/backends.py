@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from toolweave.executor.executor import Session
+from toolweave.executor import Session
 from toolweave.server.api.deps import READ, require, runtime
 from toolweave.server.api.models import BackendList, BackendOut
 from toolweave.services.runtime import ServerRuntime

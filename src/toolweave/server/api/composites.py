@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Depends, Path, Response
 from pydantic import BaseModel
 
-from toolweave.config.loader import TOOLHIVE_KIND
-from toolweave.executor.executor import Session
+from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
+from toolweave.executor import Session
 from toolweave.export import export_tool
 from toolweave.server.api import present
 from toolweave.server.api.deps import ADMIN, READ, definitions, require
@@ -253,7 +253,7 @@ async def export(
     else:
         entry = service.gateway.catalog.get(found.name)  # type: ignore[attr-defined]
         entry = entry if entry is not None and entry.composite is not None else None
-        problems = service.gateway.catalog.degraded.get(found.name, [])  # type: ignore[attr-defined]
+        problems = [str(p) for p in service.gateway.catalog.degraded.get(found.name, [])]  # type: ignore[attr-defined]
     if entry is None:
         raise ApiError(
             409,
@@ -283,7 +283,7 @@ async def regenerate_description(
             422,
             "invalid_definition",
             "the stored definition is invalid",
-            [(p.path, p.message) for p in problems],
+            problems,
         )
     description: str = getattr(model, "description", "") or ""
     draft_model = model.model_copy(update={"description": llm.opening_of(description)})

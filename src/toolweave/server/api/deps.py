@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from fastapi import Request
 
-from toolweave.executor.executor import Session
+from toolweave.executor import Session
 from toolweave.server.api.errors import ApiError
 from toolweave.server.auth import local_session
 from toolweave.server.mcp.front import SESSION_SCOPE_KEY

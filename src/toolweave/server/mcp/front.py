@@ -1,9 +1,10 @@
 """The MCP front: the SDK's low-level `Server`, with handlers that delegate to the gateway.
 
-One `ToolExecutor` pool set per client session (so the serial pool is per
-session: a handshake-era connection, or on the sessionless 2026-07-28 revision
-the authenticated principal), list changes announced on both protocol
-revisions, resources and prompts passed through under namespaced names.
+Every `tools/call` goes through the one lane of `calls.py`; admission pools
+belong to the caller's session inside the executor (a handshake-era
+connection, or on the sessionless 2026-07-28 revision the authenticated
+principal). List changes are announced on both protocol revisions; resources
+and prompts are passed through under namespaced names.
 
 Hot path: `tools/list` and plain `tools/call` are answered by a `Server.middleware`
 (`MCPFront._fast_path`) with wire dicts, skipping the SDK's per-request params
@@ -19,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,34 +31,25 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
-from mcp_types import (
-    CLIENT_CAPABILITIES_META_KEY,
-    CLIENT_INFO_META_KEY,
-    LOG_LEVEL_META_KEY,
-    PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
-)
-from mcp_types import methods as _methods
+from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave import __version__
-from toolweave.executor.admission import Pools
-from toolweave.executor.executor import Session, ToolExecutor
+from toolweave.executor import Session
 from toolweave.gateway import Gateway
+from toolweave.server.mcp.calls import (
+    CallLane,
+    plain_list_params,
+    require_call_scope,
+    wire_listing,
+)
 from toolweave.server.mcp.elicitation import InputBroker, client_can_elicit, legacy_elicit
 
 logger = logging.getLogger("toolweave.server")
 SESSION_SCOPE_KEY = "toolweave.session"
 """ASGI scope key where the auth middleware leaves the caller's `Session` (tenant, scopes)."""
-MAX_PRINCIPAL_POOLS = 1024
-"""Pool sets kept for 2026-07-28 callers (one per principal), least recently used dropped first."""
 MAX_LISTINGS = 256
 """Prebuilt `tools/list` answers kept per catalog snapshot (one per tenant and protocol version)."""
-
-_ENVELOPE_KEYS = frozenset(
-    {PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY}
-)
-"""`_meta` keys of a 2026-07-28 request (validated by the SDK's inbound ladder before middleware runs)."""
 
 
 class _GatewayServer(Server[Any]):
@@ -77,10 +68,7 @@ class MCPFront:
         self.default_session = default_session or Session(label="mcp")
         self.bus = InMemorySubscriptionBus()
         self.broker = InputBroker()
-        self._connection_pools: weakref.WeakKeyDictionary[Any, Pools] = weakref.WeakKeyDictionary()
-        """Handshake-era sessions: one pool set per connection, gone with the connection."""
-        self._principal_pools: OrderedDict[tuple[Any, ...], Pools] = OrderedDict()
-        """2026-07-28 (no sessions): one pool set per caller identity, bounded LRU."""
+        self.lane = CallLane(gateway.registry, self._stamped)
         self._legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self._announcements: set[asyncio.Task[None]] = set()
         self._listings: tuple[Any, dict[tuple[str | None, str], tuple[dict[str, Any], bytes | None]]] = (
@@ -145,37 +133,17 @@ class MCPFront:
             return scope[SESSION_SCOPE_KEY]
         return self.default_session
 
-    def _pools_for(self, ctx: Any, base: Session) -> Pools:
-        """The admission pools of the caller's session.
+    @staticmethod
+    def _connection_of(ctx: Any) -> Any:
+        """The handshake-era connection (a session whose pools live as long as it does), else None.
 
-        A handshake-era (2025-11-25) connection is a session: its pools live as long as
-        it does. On 2026-07-28 every request is self-contained (the SDK builds a new
-        `Connection` per request), so the session is the authenticated principal: the
-        API key (tenant, key label, scopes), or the local operator when auth is off.
+        On 2026-07-28 every request is self-contained (the SDK builds a new `Connection`
+        per request), so the session is the authenticated principal: the API key
+        (tenant, key label, scopes), or the local operator when auth is off.
         """
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            connection = getattr(ctx.session, "_connection", None)
-            if connection is not None:
-                pools = self._connection_pools.get(connection)
-                if pools is None:
-                    pools = self._connection_pools[connection] = self._new_pools()
-                return pools
-        return self._principal_pools_for(base)
-
-    def _principal_pools_for(self, base: Session) -> Pools:
-        key = (base.tenant, base.label, base.scopes)
-        pools = self._principal_pools.get(key)
-        if pools is None:
-            pools = self._principal_pools[key] = self._new_pools()
-            if len(self._principal_pools) > MAX_PRINCIPAL_POOLS:
-                self._principal_pools.popitem(last=False)
-        else:
-            self._principal_pools.move_to_end(key)
-        return pools
-
-    def _new_pools(self) -> Pools:
-        policy = self.gateway.config.policy
-        return Pools.create(policy.read_width, policy.concurrent_width)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        return getattr(ctx.session, "_connection", None)
 
     def _remember_legacy(self, ctx: Any) -> None:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -210,40 +178,23 @@ class MCPFront:
     ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember_legacy(ctx)  # a client that calls without listing first still hears of changes
         base = self._session(ctx)
-        if "tools:call" not in base.scopes:
-            raise MCPError(code=-32001, message="this API key lacks the tools:call scope")
+        require_call_scope(base)
         progress = _progress_fn(ctx)
         arguments = params.arguments or {}
-        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        if modern:
-            pending = self.broker.resume(params.request_state, params.input_responses)
-            if pending is not None:
-                return await self.broker.wait(pending, progress)
-            if client_can_elicit(ctx) and self._may_ask(params.name):
-                pending = self.broker.new()
-                executor = self._executor(ctx, base, pending.elicit)
-                # progress follows the call across the client's retries (each retry is a new request)
-                relay = pending.progress if progress is not None else None
-                pending.task = asyncio.create_task(executor.call(params.name, arguments, progress=relay))
-                return await self.broker.wait(pending, progress)
-            return await self._executor(ctx, base, None).call(params.name, arguments, progress=progress)
-        return await self._executor(ctx, base, legacy_elicit(ctx)).call(
-            params.name, arguments, progress=progress
-        )
-
-    def _may_ask(self, name: str) -> bool:
-        """Only calls that can elicit (composites, tools needing approval) take the background path."""
-        entry = self.gateway.catalog.get(name)
-        if entry is None:
-            return False
-        policy = self.gateway.policy
-        return entry.composite is not None or bool(policy.approval) or policy.approve_destructive
-
-    def _executor(self, ctx: Any, base: Session, elicit: Any) -> ToolExecutor:
-        session = Session(
-            tenant=base.tenant, scopes=base.scopes, elicit=elicit, label=base.label, extra=base.extra
-        )
-        return ToolExecutor(self.gateway, session, pools=self._pools_for(ctx, base))
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            executor = self.lane.executor(base, legacy_elicit(ctx), self._connection_of(ctx))
+            return await executor.call(params.name, arguments, progress=progress)
+        pending = self.broker.resume(params.request_state, params.input_responses)
+        if pending is not None:
+            return await self.broker.wait(pending, progress)
+        if client_can_elicit(ctx) and self.lane.may_elicit(params.name):
+            pending = self.broker.new()
+            executor = self.lane.executor(base, pending.elicit)
+            # progress follows the call across the client's retries (each retry is a new request)
+            relay = pending.progress if progress is not None else None
+            pending.task = asyncio.create_task(executor.call(params.name, arguments, progress=relay))
+            return await self.broker.wait(pending, progress)
+        return await self.lane.executor(base, None).call(params.name, arguments, progress=progress)
 
     # -- the fast path ---------------------------------------------------------
 
@@ -256,9 +207,9 @@ class MCPFront:
         """
         method = ctx.method
         if method == "tools/call":
-            arguments = self._plain_call(ctx)
-            if arguments is not None:
-                return await self._fast_call(ctx, arguments)
+            call = self._plain_call(ctx)
+            if call is not None:
+                return await self._fast_call(ctx, call)
         elif method == "tools/list" and self._plain_list(ctx):
             self._remember_legacy(ctx)
             return self._listing(ctx)
@@ -271,48 +222,34 @@ class MCPFront:
         connection = getattr(ctx.session, "_connection", None)
         return connection is not None and connection.initialize_accepted
 
-    def _plain_call(self, ctx: Any) -> dict[str, Any] | None:
-        """The arguments of a `tools/call` the fast path takes, else None (the SDK handler takes it)."""
+    def _plain_call(self, ctx: Any) -> tuple[Session, str, dict[str, Any]] | None:
+        """(session, name, arguments) of a `tools/call` the fast path takes, else None (the SDK handler)."""
         if not self._ready(ctx):
             return None
-        found = _plain_call_params(ctx.params)
-        if found is None:
-            return None
-        name, arguments = found
-        if (
-            ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-            and client_can_elicit(ctx)
-            and self._may_ask(name)
-        ):
-            return None  # may need the 2026-07-28 background path (InputBroker)
-        return arguments
+        session = self._session(ctx)
+        found = self.lane.fast_call(
+            ctx.params, ctx.protocol_version, session, can_elicit=client_can_elicit(ctx)
+        )
+        return (session, *found) if found is not None else None
 
-    async def _fast_call(self, ctx: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def _fast_call(self, ctx: Any, call: tuple[Session, str, dict[str, Any]]) -> dict[str, Any]:
         self._remember_legacy(ctx)
-        base = self._session(ctx)
-        if "tools:call" not in base.scopes:
-            raise MCPError(code=-32001, message="this API key lacks the tools:call scope")
         version = ctx.protocol_version
-        elicit = None if version in MODERN_PROTOCOL_VERSIONS else legacy_elicit(ctx)
-        executor = self._executor(ctx, base, elicit)
-        return await self._wire_call(executor, version, ctx.params["name"], arguments, _progress_fn(ctx))
-
-    async def _wire_call(
-        self, executor: ToolExecutor, version: str, name: str, arguments: dict[str, Any], progress: Any
-    ) -> dict[str, Any]:
-        """Call, and shape the result for the wire exactly as the SDK's runner would."""
-        result = await executor.call(name, arguments, progress=progress)
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if version in MODERN_PROTOCOL_VERSIONS:
-            dumped["resultType"] = "complete"
-            return self._stamped(dumped)
-        return _methods.serialize_server_result("tools/call", version, dumped)
+        legacy = version not in MODERN_PROTOCOL_VERSIONS
+        session, name, arguments = call
+        return await self.lane.answer(
+            session,
+            version,
+            name,
+            arguments,
+            elicit=legacy_elicit(ctx) if legacy else None,
+            owner=self._connection_of(ctx),
+            progress=_progress_fn(ctx),
+        )
 
     def _plain_list(self, ctx: Any) -> bool:
         return (
-            _plain_list_params(ctx.params)
-            and "tools/list" not in self.server.cache_hints
-            and self._ready(ctx)
+            plain_list_params(ctx.params) and "tools/list" not in self.server.cache_hints and self._ready(ctx)
         )
 
     def _listing(self, ctx: Any) -> dict[str, Any]:
@@ -330,9 +267,7 @@ class MCPFront:
         key = (tenant, version)
         found = listings.get(key)
         if found is None:
-            model = types.ListToolsResult(tools=self.gateway.list_tools(tenant))
-            dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
-            listing = _methods.serialize_server_result("tools/list", version, dumped)
+            listing = wire_listing(self.gateway.list_tools(tenant), version)
             if version in MODERN_PROTOCOL_VERSIONS:
                 listing = self._stamped(listing)
             if len(listings) >= MAX_LISTINGS:
@@ -359,28 +294,20 @@ class MCPFront:
     async def plain_call(self, scope: Any, verdict: Any, params: Mapping[str, Any]) -> dict[str, Any] | None:
         """The wire result of a plain 2026-07-28 `tools/call` whose envelope and headers passed the SDK's
         inbound ladder (`verdict`), or None when the SDK must take it (progress, input, a missing scope)."""
-        found = _plain_call_params(params)
-        if found is None:
-            return None
-        meta = params.get("_meta")
-        if isinstance(meta, Mapping) and ("progressToken" in meta or LOG_LEVEL_META_KEY in meta):
-            return None
-        name, arguments = found
-        base = self._session_of_scope(scope)
-        if "tools:call" not in base.scopes:
-            return None  # the SDK path answers with the scope error
         version = verdict.protocol_version
         connection = Connection.from_envelope(version, verdict.client_info, verdict.client_capabilities)
         capabilities = connection.client_capabilities
-        if capabilities is not None and capabilities.elicitation is not None and self._may_ask(name):
-            return None  # the InputBroker path
-        session = Session(tenant=base.tenant, scopes=base.scopes, label=base.label, extra=base.extra)
-        executor = ToolExecutor(self.gateway, session, pools=self._principal_pools_for(base))
-        return await self._wire_call(executor, version, name, arguments, None)
+        can_elicit = capabilities is not None and capabilities.elicitation is not None
+        session = self._session_of_scope(scope)
+        call = self.lane.fast_call(params, version, session, can_elicit=can_elicit, can_notify=False)
+        if call is None:
+            return None
+        name, arguments = call
+        return await self.lane.answer(session, version, name, arguments)
 
     def plain_listing(self, scope: Any, verdict: Any, params: Any) -> bytes | None:
         """The JSON of a plain 2026-07-28 `tools/list` result (cached per snapshot), or None."""
-        if not _plain_list_params(params):
+        if not plain_list_params(params):
             return None
         tenant = self._session_of_scope(scope).tenant
         version = verdict.protocol_version
@@ -434,46 +361,6 @@ class MCPFront:
         self._unsubscribe()
         with contextlib.suppress(Exception):
             await self.broker.close()
-
-
-def _plain_call_params(params: Any) -> tuple[str, dict[str, Any]] | None:
-    """(name, arguments) of `tools/call` params that need no validation beyond their shape, else None."""
-    if not isinstance(params, Mapping):
-        return None
-    name = params.get("name")
-    arguments = params.get("arguments")
-    if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
-        return None
-    for key in params:
-        if key not in ("name", "arguments", "_meta"):
-            return None  # inputResponses, requestState, task, ...: the SDK path
-    if not _plain_meta(params.get("_meta")):
-        return None
-    return name, arguments if arguments is not None else {}
-
-
-def _plain_list_params(params: Any) -> bool:
-    """`tools/list` params with no cursor and nothing to validate."""
-    if params is None:
-        return True
-    if not isinstance(params, Mapping):
-        return False
-    return all(key == "_meta" for key in params) and _plain_meta(params.get("_meta"))
-
-
-def _plain_meta(meta: Any) -> bool:
-    """A `_meta` the fast path needs no validation for: absent, or the envelope and a progress token."""
-    if meta is None:
-        return True
-    if not isinstance(meta, Mapping):
-        return False
-    for key, value in meta.items():
-        if key == "progressToken":
-            if isinstance(value, bool) or not isinstance(value, str | int):
-                return False
-        elif key not in _ENVELOPE_KEYS:
-            return False
-    return True
 
 
 def _progress_fn(ctx: Any) -> Any:
