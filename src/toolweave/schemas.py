@@ -1,4 +1,5 @@
-"""Argument validation against a tool's `inputSchema`, with validators compiled once per tool.
+"""JSON Schema in one place: compiling validators (`compile_validator`, `schema_error`) and argument
+validation against a tool's `inputSchema`, with validators compiled once per tool.
 
 Invalid arguments never reach a backend, and the error names the field
 (never its value when the schema marks it secret).
@@ -17,9 +18,29 @@ from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from toolweave.secrets import secret_fields
+
+
+def schema_error(schema: Any) -> jsonschema.SchemaError | None:
+    """Why `schema` is not a valid JSON Schema (its `$schema` draft, 2020-12 by default), or None."""
+    try:
+        validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except jsonschema.SchemaError as error:
+        return error
+    return None
+
+
+def compile_validator(schema: Mapping[str, Any]) -> Validator | None:
+    """A reusable validator for `schema`; None when the schema itself is invalid.
+
+    Every validator toolweave uses is built here.
+    """
+    if schema_error(schema) is not None:
+        return None
+    return validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
 
 
 class ArgumentValidator:
@@ -27,12 +48,8 @@ class ArgumentValidator:
 
     def __init__(self, schema: Mapping[str, Any] | None) -> None:
         schema = dict(schema or {"type": "object"})
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-        try:
-            cls.check_schema(schema)
-            self._validator: Any = cls(schema)
-        except jsonschema.SchemaError:
-            self._validator = None  # a backend's broken schema must not make its tool uncallable
+        # a backend's broken schema must not make its tool uncallable: then nothing is checked here
+        self._validator: Any = compile_validator(schema)
         self._fast = fast_check(schema) if self._validator is not None else None
         self._secret_fields = secret_fields(schema)
 

@@ -32,6 +32,7 @@ from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
 from toolweave.composite.fanout.config import FanoutDef, FanoutTarget
 from toolweave.composite.fanout.run import OUTPUT_SCHEMA, FanoutComposite, Target
 from toolweave.composite.jsonschemas import (
+    input_schema_problem,
     merge_definitions,
     properties_of,
     renamed_property,
@@ -39,7 +40,6 @@ from toolweave.composite.jsonschemas import (
     type_names,
     type_value,
 )
-from toolweave.composite.router.config import input_schema_problem
 from toolweave.composite.targets import resolve_targets
 from toolweave.export.describe import ParamUsage, PartDoc, describe_fanout
 from toolweave.problems import Problem

@@ -11,7 +11,7 @@ import mcp_types as types
 
 from toolweave.composite.annotations import composite_annotations
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
-from toolweave.composite.jsonschemas import accepts_unlisted, make_validator, properties_of, required_of
+from toolweave.composite.jsonschemas import accepts_unlisted, properties_of, required_of
 from toolweave.composite.router.conditions import compile_condition
 from toolweave.composite.router.config import SELECTOR_PARAM, RouterDef, RouterOperation
 from toolweave.composite.router.run import Operation, RouterComposite, Rule
@@ -19,7 +19,7 @@ from toolweave.composite.router.schema import OperationInput, UnifiedSchema, exp
 from toolweave.composite.targets import resolve_targets
 from toolweave.export.describe import PartDoc, describe_router, output_fields
 from toolweave.problems import Problem
-from toolweave.schemas import fast_check
+from toolweave.schemas import compile_validator, fast_check
 from toolweave.secrets import secret_fields
 from toolweave.templates import compile_template
 
@@ -117,7 +117,7 @@ def _operation(op: RouterOperation, target: ResolvedTool, exposed: Sequence[tupl
         passthrough=passthrough,
         fixed=dict(op.arguments),
         unified_names=unified_names,
-        validator=(validator := make_validator(target.tool.input_schema)),
+        validator=(validator := compile_validator(target.tool.input_schema)),
         secrets=secret_fields(target.tool.input_schema),
         accepts=fast_check(target.tool.input_schema) if validator is not None else None,
     )

@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterator
 from typing import Any, Final, Literal
 
-import jsonschema
 import re2
 from pydantic import Field, ValidationInfo, field_validator
 
 from toolweave.composite.definition import CompositeBase, ToolReference
+from toolweave.composite.jsonschemas import input_schema_problem
 from toolweave.fields import StrictModel
 from toolweave.problems import Problem
 from toolweave.templates import check_syntax
@@ -387,18 +387,3 @@ def re2_problem(pattern: str, case_sensitive: bool) -> str | None:
             detail = detail.decode("utf-8", "replace")
         return f"invalid RE2 pattern: {detail}"
     return None
-
-
-def input_schema_problem(schema: dict[str, Any]) -> str | None:
-    """Why a schema cannot be a tool's input schema, or None."""
-    if schema.get("type") != "object":
-        return "an input schema must have type 'object'"
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        validator.check_schema(schema)
-    except jsonschema.SchemaError as error:
-        return f"not a valid JSON Schema: {error.message}"
-    return None
-
-
-Condition.model_rebuild()

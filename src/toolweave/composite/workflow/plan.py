@@ -12,8 +12,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from toolweave.composite.annotations import effective_hints
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
 from toolweave.composite.workflow.config import (
@@ -24,6 +22,7 @@ from toolweave.composite.workflow.config import (
 from toolweave.composite.workflow.graph import format_cycle
 from toolweave.composite.workflow.output import OutputPlan
 from toolweave.composite.workflow.validation import workflow_problems
+from toolweave.schemas import compile_validator
 from toolweave.secrets import secret_fields
 from toolweave.templates import (
     CompiledTemplate,
@@ -238,11 +237,13 @@ def _compile_call(step: StepDef, resolved: Mapping[str, ResolvedTool]) -> ToolCa
 
 def _compile_elicit(step: StepDef, timeout: float) -> ElicitPlan:
     schema, wrapped = _elicit_schema(step.request_schema)
+    validator = compile_validator(schema)
+    assert validator is not None, "elicitation schemas are checked when the definition is validated"
     return ElicitPlan(
         message=compile_template(step.message or ""),
         schema=schema,
         wrapped=wrapped,
-        validator=jsonschema.validators.validator_for(schema)(schema),
+        validator=validator,
         on_decline=step.on_decline or "abort",
         on_cancel=step.on_cancel or "abort",
         has_default=step.has_default_response,

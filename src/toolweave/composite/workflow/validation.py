@@ -32,6 +32,7 @@ from toolweave.composite.workflow.config import (
     WorkflowDef,
 )
 from toolweave.problems import Problem
+from toolweave.schemas import schema_error
 from toolweave.templates import (
     TemplateError,
     check_syntax,
@@ -424,14 +425,11 @@ def _parameter_names(schema: dict[str, Any]) -> tuple[frozenset[str], bool]:
 
 
 def _schema_problem(schema: Any) -> str | None:
-    import jsonschema
-
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as error:
-        where = "/".join(str(part) for part in error.absolute_path)
-        return f"{error.message}" + (f" (at {where})" if where else "")
-    return None
+    error = schema_error(schema)
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"{error.message}" + (f" (at {where})" if where else "")
 
 
 def _ancestors(edges: dict[str, list[str]]) -> dict[str, set[str]]:
