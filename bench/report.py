@@ -43,7 +43,7 @@ def _fmt(value: Any, width: int) -> str:
 
 def _table(rows: Sequence[dict[str, Any]]) -> list[str]:
     columns = [("label", 34), ("note", 22), ("calls", 6), ("errors", 6), ("p50_ms", 8), ("p95_ms", 8)]
-    columns += [("p99_ms", 8), ("calls_per_s", 10)]
+    columns += [("p99_ms", 8), ("calls_per_s", 10), ("cpu_ms_per_call", 15)]
     header = " ".join(
         name.ljust(width) if i < 2 else name.rjust(width) for i, (name, width) in enumerate(columns)
     )

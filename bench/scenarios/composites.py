@@ -33,7 +33,7 @@ def _baseline_targets(baseline: GatewayRun | str | None, targets: list[Target]) 
     if not isinstance(baseline, GatewayRun):
         return []
     return [
-        Target(BASELINE + t.label, url_client(baseline.url), t.call)
+        Target(BASELINE + t.label, url_client(baseline.url), t.call, pid=baseline.pid)
         for t in targets
         if t.label.startswith("toolweave")
     ]
@@ -41,7 +41,7 @@ def _baseline_targets(baseline: GatewayRun | str | None, targets: list[Target]) 
 
 def _versus(result: ScenarioResult, measured: dict[str, LoadResult], label: str, what: str) -> None:
     if label in measured and BASELINE + label in measured:
-        result.versus(what, "ms", measured[label].p50, measured[BASELINE + label].p50)
+        result.versus_calls(what, measured[label], measured[BASELINE + label])
 
 
 def sequential_calls(name: str, count: int) -> CallFn:
@@ -93,7 +93,9 @@ async def scenario_d(bench: Bench) -> ScenarioResult:
     ]
     try:
         if isinstance(run, GatewayRun):
-            targets.append(Target("toolweave: fan (5 x sleep50)", url_client(run.url), tool_call("fan")))
+            targets.append(
+                Target("toolweave: fan (5 x sleep50)", url_client(run.url), tool_call("fan"), pid=run.pid)
+            )
         measured = await compare(
             targets + _baseline_targets(baseline, targets),
             concurrency=1,
@@ -106,7 +108,7 @@ async def scenario_d(bench: Bench) -> ScenarioResult:
         stop_gateway(bench, run)
         stop_gateway(bench, baseline)
     result.add_rows(measured, note="c=1")
-    _versus(result, measured, "toolweave: fan (5 x sleep50)", "fan-out p50 (5 x 50 ms)")
+    _versus(result, measured, "toolweave: fan (5 x sleep50)", "fan-out (5 x 50 ms):")
     one = measured[targets[0].label].p50
     result.metrics["direct_one_p50_ms"] = one
     result.metrics["direct_sequential_p50_ms"] = measured[targets[1].label].p50
@@ -133,9 +135,17 @@ async def scenario_e(bench: Bench) -> ScenarioResult:
         if isinstance(run, GatewayRun):
             targets += [
                 Target(
-                    "toolweave: b1__echo", url_client(run.url), tool_call(exposed("b1", "echo"), echo_args)
+                    "toolweave: b1__echo",
+                    url_client(run.url),
+                    tool_call(exposed("b1", "echo"), echo_args),
+                    pid=run.pid,
                 ),
-                Target("toolweave: route (last rule)", url_client(run.url), tool_call("route", ROUTED_INPUT)),
+                Target(
+                    "toolweave: route (last rule)",
+                    url_client(run.url),
+                    tool_call("route", ROUTED_INPUT),
+                    pid=run.pid,
+                ),
             ]
             result.metrics["router_meta"] = await _meta_of(run.url, "route", ROUTED_INPUT)
         measured = await compare(
@@ -149,8 +159,8 @@ async def scenario_e(bench: Bench) -> ScenarioResult:
         stop_gateway(bench, run)
         stop_gateway(bench, baseline)
     result.add_rows(measured, note="c=1")
-    _versus(result, measured, "toolweave: b1__echo", "router's backend call alone (b1__echo) p50")
-    _versus(result, measured, "toolweave: route (last rule)", "router p50 (20 rules, last matches)")
+    _versus(result, measured, "toolweave: b1__echo", "router's tool alone (b1__echo):")
+    _versus(result, measured, "toolweave: route (last rule)", "router (20 rules, last):")
     if isinstance(run, str):
         return result.skip(run)
     _router_metrics(result, measured, [t.label for t in targets])
@@ -197,8 +207,8 @@ async def scenario_f(bench: Bench) -> ScenarioResult:
     try:
         if isinstance(run, GatewayRun):
             targets += [
-                Target("toolweave: wf_chain", url_client(run.url), tool_call("wf_chain")),
-                Target("toolweave: wf_dag", url_client(run.url), tool_call("wf_dag")),
+                Target("toolweave: wf_chain", url_client(run.url), tool_call("wf_chain"), pid=run.pid),
+                Target("toolweave: wf_dag", url_client(run.url), tool_call("wf_dag"), pid=run.pid),
             ]
         measured = await compare(
             targets + _baseline_targets(baseline, targets),
@@ -214,8 +224,8 @@ async def scenario_f(bench: Bench) -> ScenarioResult:
         stop_gateway(bench, run)
         stop_gateway(bench, baseline)
     result.add_rows(measured, note="c=1, per workflow run")
-    _versus(result, measured, "toolweave: wf_chain", f"workflow chain p50 ({WORKFLOW_STEPS} steps)")
-    _versus(result, measured, "toolweave: wf_dag", f"workflow DAG p50 (1+{DAG_WIDTH}+1 steps)")
+    _versus(result, measured, "toolweave: wf_chain", f"workflow chain ({WORKFLOW_STEPS} steps):")
+    _versus(result, measured, "toolweave: wf_dag", f"workflow DAG (1+{DAG_WIDTH}+1 steps):")
     if isinstance(run, str):
         return result.skip(run)
     _workflow_metrics(result, measured, [t.label for t in targets])

@@ -20,9 +20,13 @@ def _targets(
 ) -> list[Target]:
     targets = [Target("direct", url_client(bench.backend_url), tool_call(tool, args))]
     if isinstance(run, GatewayRun):
-        targets.append(Target("toolweave", url_client(run.url), tool_call(exposed("b1", tool), args)))
+        targets.append(
+            Target("toolweave", url_client(run.url), tool_call(exposed("b1", tool), args), pid=run.pid)
+        )
     if isinstance(baseline, GatewayRun):
-        targets.append(Target(BASELINE, url_client(baseline.url), tool_call(exposed("b1", tool), args)))
+        targets.append(
+            Target(BASELINE, url_client(baseline.url), tool_call(exposed("b1", tool), args), pid=baseline.pid)
+        )
     return targets
 
 
@@ -30,7 +34,7 @@ def _versus_baseline(result: ScenarioResult, measured: dict[str, LoadResult], co
     this, before = measured.get("toolweave"), measured.get(BASELINE)
     if this is None or before is None:
         return
-    result.versus(f"passthrough p50, c={concurrency}", "ms", this.p50, before.p50)
+    result.versus_calls(f"passthrough, c={concurrency}:", this, before)
     result.versus(f"passthrough throughput, c={concurrency}", "calls/s", this.calls_per_s, before.calls_per_s)
 
 

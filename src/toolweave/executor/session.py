@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolweave.composite.base import ElicitFn
@@ -36,8 +36,18 @@ class Session:
         return (self.tenant, self.label, self.scopes)
 
     def asking_with(self, elicit: ElicitFn | None, owner: Any = None) -> Session:
-        """The same caller for one call, with its way to ask the user (and its connection, if any)."""
-        return replace(self, elicit=elicit, owner=owner if owner is not None else self.owner)
+        """The same caller for one call, with its way to ask the user (and its connection, if any).
+
+        Built directly rather than with `dataclasses.replace`: this runs on every MCP call.
+        """
+        return Session(
+            self.tenant,
+            self.scopes,
+            elicit,
+            self.label,
+            self.extra,
+            owner if owner is not None else self.owner,
+        )
 
 
 @dataclass(slots=True)

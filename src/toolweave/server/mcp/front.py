@@ -80,7 +80,7 @@ class MCPFront:
         self._stamp = self.server.server_info_stamp
         """The `serverInfo` stamp of 2026-07-28 results: the server's identity is fixed, and nothing mutates it."""
         # no OpenTelemetry span per message; toolweave's own fast path instead (provisional SDK seam,
-        # covered by tests/server/test_front_fast_path.py)
+        # covered by tests/server/mcp/test_front_fast_path.py)
         self.server.middleware = [self._fast_path]
         self._unsubscribe = gateway.on_tools_changed(self._tools_changed)
 
