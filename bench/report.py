@@ -163,7 +163,7 @@ def write_json(
         "settings": {
             "quick": settings.quick,
             "peers": settings.peers,
-            "baseline": str(settings.baseline) if settings.baseline else None,
+            "baseline": settings.baseline.name if settings.baseline else None,  # no machine paths in results
         },
         "environment": _environment(),
         "summary": summary(results),
