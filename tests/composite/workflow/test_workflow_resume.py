@@ -1,6 +1,6 @@
 """Durable workflow runs at the engine level: `running` checkpoints, and what a resumed run re-runs.
 
-In-process fakes only (workflow_fakes): the run store is a MemoryRunStore that also writes its
+In-process fakes only (`support.workflows`, `support.fakes`): the run store is a MemoryRunStore that also writes its
 checkpoints into the backend's event log, so order is asserted from one log, never from time.
 A "crash" is a cancelled call whose run store keeps exactly what was checkpointed until then.
 """
