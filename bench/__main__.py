@@ -1,4 +1,5 @@
-"""`python -m bench [--quick] [--peers] [--only A,C]`: toolweave vs direct calls (and peers), side by side.
+"""`python -m bench [--quick] [--peers] [--only A,C] [--baseline DIR]`: toolweave vs direct calls (and peers,
+and another toolweave tree), side by side.
 
 Starts the backends and gateways itself (loopback only), measures, prints a table,
 writes `bench/results/<date>.json`, and prints one JSON summary object as the last line.
@@ -19,7 +20,7 @@ import anyio
 
 from bench.core import Bench, ScenarioResult, Settings
 from bench.procs import ProcessGroup, install_signal_handlers, start_backend
-from bench.report import render, summary_line, write_json
+from bench.report import render, summary_line, versus_table, write_json
 from bench.scenarios.catalog import scenario_c
 from bench.scenarios.composites import scenario_d, scenario_e, scenario_f
 from bench.scenarios.http_api import scenario_i
@@ -47,6 +48,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="small call counts; finishes in under a minute")
     parser.add_argument("--peers", action="store_true", help="also run scenario H (FastMCP, ContextForge)")
     parser.add_argument("--only", default="", help="comma-separated scenario letters, e.g. A,D")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="another toolweave tree (with its own .venv) measured beside this one in the same rounds "
+        "(scenarios A, D, E, F)",
+    )
     return parser.parse_args(argv)
 
 
@@ -86,13 +95,22 @@ async def run_all(settings: Settings, keys: list[str], workdir: Path) -> list[Sc
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     install_signal_handlers()
-    settings = Settings(quick=args.quick, peers=args.peers)
+    baseline = args.baseline.resolve() if args.baseline is not None else None
+    if baseline is not None and not (baseline / ".venv" / "bin" / "toolweave").exists():
+        sys.exit(f"--baseline {baseline}: no .venv/bin/toolweave there (create its virtualenv first)")
+    settings = Settings(quick=args.quick, peers=args.peers, baseline=baseline)
     started = dt.datetime.now()
     workdir = Path(tempfile.mkdtemp(prefix="toolweave-bench-"))
     print(f"toolweave bench ({'quick' if args.quick else 'full'}); logs and configs in {workdir}", flush=True)
     keys = selected(args)
     results = anyio.run(run_all, settings, keys, workdir)
-    path = write_json(settings, results, started, tag="only-" + "".join(keys) if args.only else "")
+    tag = "-".join(
+        filter(None, ["only-" + "".join(keys) if args.only else "", "baseline" if baseline else ""])
+    )
+    path = write_json(settings, results, started, tag=tag)
+    table = versus_table(results, baseline)
+    if table:
+        print(table, flush=True)
     elapsed = (dt.datetime.now() - started).total_seconds()
     print(f"\nwrote {path} ({elapsed:.1f}s)", flush=True)
     print(summary_line(results), flush=True)

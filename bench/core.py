@@ -17,6 +17,8 @@ class Settings:
 
     quick: bool
     peers: bool = False
+    baseline: Path | None = None
+    """Another toolweave tree (`--baseline DIR`) whose gateway is measured beside this one, in the same rounds."""
 
     def n(self, quick: int, full: int) -> int:
         return quick if self.quick else full
@@ -89,6 +91,18 @@ class ScenarioResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
+
+    def versus_calls(self, what: str, this: LoadResult, baseline: LoadResult) -> None:
+        """p50 and the gateway's CPU per call of one call, this tree beside the baseline tree."""
+        self.versus(f"{what} p50", "ms", this.p50, baseline.p50)
+        if not math.isnan(this.cpu_ms_per_call) and not math.isnan(baseline.cpu_ms_per_call):
+            self.versus(f"{what} CPU/call", "ms", this.cpu_ms_per_call, baseline.cpu_ms_per_call)
+
+    def versus(self, what: str, unit: str, this: float, baseline: float) -> None:
+        """One figure of this tree beside the baseline tree's (`--baseline`), measured in the same rounds."""
+        self.metrics.setdefault("versus_baseline", []).append(
+            {"what": what, "unit": unit, "this": this, "baseline": baseline, "ratio": ratio(this, baseline)}
+        )
 
     def add_rows(self, results: dict[str, LoadResult] | list[LoadResult], note: str = "") -> None:
         values = results.values() if isinstance(results, dict) else results

@@ -96,31 +96,36 @@ def write_config(
 
 # ---------------------------------------------------------------- serving
 
-_availability: str | None = None
-_checked = False
+_availability: dict[Path, str | None] = {}
 
 
-def unavailable_reason() -> str | None:
-    """Why `toolweave serve` cannot be used right now, or None when it can (checked once)."""
-    global _availability, _checked
-    if _checked:
-        return _availability
-    _checked = True
-    exe = venv_bin("toolweave")
+def baseline_exe(tree: Path) -> Path:
+    """The console script of another toolweave tree (`--baseline DIR`): its own virtualenv's."""
+    return tree / ".venv" / "bin" / "toolweave"
+
+
+def unavailable_reason(exe: Path | None = None) -> str | None:
+    """Why `toolweave serve` (of `exe`, else this virtualenv's) cannot be used, or None when it can
+    (checked once per executable)."""
+    exe = exe or venv_bin("toolweave")
+    if exe not in _availability:
+        _availability[exe] = _check(exe)
+    return _availability[exe]
+
+
+def _check(exe: Path) -> str | None:
     if not exe.exists():
-        _availability = f"{exe} does not exist (is toolweave installed in this virtualenv?)"
-        return _availability
+        return f"{exe} does not exist (is toolweave installed in that virtualenv?)"
     try:
         done = subprocess.run(
             [str(exe), "serve", "--help"], capture_output=True, text=True, timeout=60, check=False
         )
     except subprocess.TimeoutExpired:
-        _availability = "`toolweave serve --help` did not finish within 60 s"
-        return _availability
+        return "`toolweave serve --help` did not finish within 60 s"
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        _availability = f"`toolweave serve --help` exited {done.returncode}: {tail[0][:300]}"
-    return _availability
+        return f"`toolweave serve --help` exited {done.returncode}: {tail[0][:300]}"
+    return None
 
 
 async def _listed(url: str) -> set[str]:
@@ -156,14 +161,19 @@ async def _wait_tools(url: str, expected: Sequence[str], managed: Managed, wait_
 
 
 async def start_gateway(
-    group: ProcessGroup, config_path: Path, expected_tools: Sequence[str], name: str = "toolweave"
+    group: ProcessGroup,
+    config_path: Path,
+    expected_tools: Sequence[str],
+    name: str = "toolweave",
+    exe: Path | None = None,
 ) -> GatewayRun:
-    """`toolweave serve -c CONFIG --port PORT`, ready once it lists `expected_tools`."""
-    reason = unavailable_reason()
+    """`toolweave serve -c CONFIG --port PORT` (of `exe`, else this virtualenv's), ready once it
+    lists `expected_tools`."""
+    reason = unavailable_reason(exe)
     if reason is not None:
         raise GatewayUnavailable(reason)
     port = free_port()
-    argv = [str(venv_bin("toolweave")), "serve", "-c", str(config_path), "--port", str(port)]
+    argv = [str(exe or venv_bin("toolweave")), "serve", "-c", str(config_path), "--port", str(port)]
     managed = group.start(name, argv, cwd=config_path.parent)
     try:
         wait_port(managed, port, READY_TIMEOUT_S)

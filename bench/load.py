@@ -9,10 +9,12 @@ B, C, A, ...) so that the noise of a 2-core machine lands on all of them alike.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -50,6 +52,8 @@ class LoadResult:
     errors: int = 0
     active_s: float = 0.0
     first_error: str | None = None
+    cpu_s: float | None = None
+    """CPU time the serving process (`Target.pid`) spent during this target's segments."""
 
     @property
     def calls(self) -> int:
@@ -66,6 +70,12 @@ class LoadResult:
     def calls_per_s(self) -> float:
         return self.calls / self.active_s if self.active_s > 0 else math.nan
 
+    @property
+    def cpu_ms_per_call(self) -> float:
+        """CPU of the serving process per call (its background work included); NaN when not measured."""
+        made = self.calls + self.errors
+        return self.cpu_s * 1000.0 / made if self.cpu_s is not None and made else math.nan
+
     def summary(self) -> dict[str, Any]:
         ordered = sorted(self.latencies_ms)
         return {
@@ -75,6 +85,7 @@ class LoadResult:
             "errors": self.errors,
             "first_error": self.first_error,
             "p50_ms": round(percentile(ordered, 50), 3),
+            "cpu_ms_per_call": round(self.cpu_ms_per_call, 4),
             "p95_ms": round(percentile(ordered, 95), 3),
             "p99_ms": round(percentile(ordered, 99), 3),
             "mean_ms": round(sum(ordered) / len(ordered), 3) if ordered else math.nan,
@@ -89,6 +100,23 @@ class Target:
     label: str
     make_client: ClientFactory
     call: CallFn
+    pid: int | None = None
+    """The process serving this target (a gateway): its CPU time per call is measured too."""
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process and its threads so far (Linux `/proc`), or None.
+
+    CPU per call stays comparable on a loaded machine, where wall-clock latencies of
+    every target stretch with the load.
+    """
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def url_client(url: str, **kwargs: Any) -> ClientFactory:
@@ -197,9 +225,14 @@ async def compare(
             order = list(targets[round_index % len(targets) :]) + list(targets[: round_index % len(targets)])
             for target in order:
                 deadline = time.monotonic() + segment_s
+                before = process_cpu_s(target.pid)
                 await _run_segment(
                     pools[target.label], target.call, per_round, results[target.label], deadline
                 )
+                after = process_cpu_s(target.pid)
+                if before is not None and after is not None:
+                    result = results[target.label]
+                    result.cpu_s = (result.cpu_s or 0.0) + after - before
     return results
 
 

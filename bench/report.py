@@ -43,7 +43,7 @@ def _fmt(value: Any, width: int) -> str:
 
 def _table(rows: Sequence[dict[str, Any]]) -> list[str]:
     columns = [("label", 34), ("note", 22), ("calls", 6), ("errors", 6), ("p50_ms", 8), ("p95_ms", 8)]
-    columns += [("p99_ms", 8), ("calls_per_s", 10)]
+    columns += [("p99_ms", 8), ("calls_per_s", 10), ("cpu_ms_per_call", 15)]
     header = " ".join(
         name.ljust(width) if i < 2 else name.rjust(width) for i, (name, width) in enumerate(columns)
     )
@@ -55,6 +55,8 @@ def _table(rows: Sequence[dict[str, Any]]) -> list[str]:
 def _metric_lines(result: ScenarioResult) -> list[str]:
     lines = []
     for name, value in result.metrics.items():
+        if name == "versus_baseline":
+            continue
         if isinstance(value, float):
             lines.append(f"  {name}: {value:.3f}")
         elif isinstance(value, int | str | list):
@@ -83,6 +85,29 @@ def render(results: Sequence[ScenarioResult]) -> str:
     return "\n".join(out)
 
 
+def versus_rows(results: Sequence[ScenarioResult]) -> list[dict[str, Any]]:
+    """Every figure measured beside the baseline tree (`--baseline`), in scenario order."""
+    return [row for result in results for row in result.metrics.get("versus_baseline", [])]
+
+
+def versus_table(results: Sequence[ScenarioResult], baseline: Any) -> str:
+    """This tree beside the baseline tree, from the same interleaved rounds (empty without `--baseline`)."""
+    rows = versus_rows(results)
+    if not rows:
+        return ""
+    lines = [
+        "",
+        f"== this tree vs the baseline ({baseline}), same rounds",
+        f"{'':46} {'unit':>8} {'baseline':>10} {'this':>10} {'this/base':>10}",
+    ]
+    for row in rows:
+        lines.append(
+            f"{row['what'][:46]:46} {row['unit']:>8} {_fmt(row['baseline'], 10)} {_fmt(row['this'], 10)} "
+            f"{_fmt(row['ratio'], 10)}"
+        )
+    return "\n".join(lines)
+
+
 def _metric(results: Sequence[ScenarioResult], key: str, name: str) -> float | None:
     for result in results:
         if result.key == key and name in result.metrics:
@@ -100,6 +125,8 @@ def summary(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     checks = [c for r in results for c in r.checks]
     out["targets_met"] = sum(1 for c in checks if c.ok)
     out["targets_missed"] = sum(1 for c in checks if c.ok is False)
+    if versus_rows(results):
+        out["versus_baseline"] = versus_rows(results)
     out["skipped"] = [r.key for r in results if r.status == "skipped"]
     out["failed"] = [r.key for r in results if r.status == "failed"]
     return out
@@ -133,7 +160,11 @@ def write_json(
     document = {
         "started": started.isoformat(timespec="seconds"),
         "duration_s": round((dt.datetime.now() - started).total_seconds(), 1),
-        "settings": {"quick": settings.quick, "peers": settings.peers},
+        "settings": {
+            "quick": settings.quick,
+            "peers": settings.peers,
+            "baseline": settings.baseline.name if settings.baseline else None,  # no machine paths in results
+        },
         "environment": _environment(),
         "summary": summary(results),
         "scenarios": [result.as_dict() for result in results],

@@ -5,27 +5,24 @@ Every subprocess a fixture starts is stopped when the test (or session) ends.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 import yaml
 
-from tw_testing import SERVERS, OpenGateway, ServeGateway, WriteConfig, free_port, http_testserver
-
-if str(SERVERS) not in sys.path:  # the in-process python backend module lives there
-    sys.path.insert(0, str(SERVERS))
-
+from support.fixtures import OpenGateway, ServeGateway, WriteConfig
+from support.processes import http_testserver
+from support.serving import serve_mcp
 from toolweave import Gateway
 from toolweave.backends import mcp as mcp_backend
 from toolweave.config import Config, parse_config
-from toolweave.server import create_app
+
+pytest_plugins = ["support.api"]
+"""The REST API fixtures (`api_env`, `make_app`, `sqlite_app`) for every test directory."""
 
 
 @pytest.fixture(autouse=True)
@@ -86,36 +83,9 @@ async def serve_gateway() -> AsyncIterator[ServeGateway]:
 
     The gateway is started and stopped by the app's lifespan unless it is already started.
     """
-    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
+    async with contextlib.AsyncExitStack() as stack:
 
-    async def serve(gateway: Gateway, **app_options: Any) -> str:
-        app_options.setdefault("start_gateway", not gateway._started)
-        app = create_app(gateway, **app_options)
-        port = free_port()
-        server = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                host="127.0.0.1",
-                port=port,
-                log_level="warning",
-                lifespan="on",
-                timeout_graceful_shutdown=2,
-            )
-        )
-        server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]  # pytest owns signals
-        task = asyncio.create_task(server.serve())
-        servers.append((server, task))
-        async with asyncio.timeout(15):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("uvicorn stopped before it started")
-                await asyncio.sleep(0.01)
-        return f"http://127.0.0.1:{port}/mcp"
+        async def serve(gateway: Gateway, **app_options: Any) -> str:
+            return await stack.enter_async_context(serve_mcp(gateway, **app_options))
 
-    yield serve
-    for server, _task in servers:
-        server.should_exit = True
-    for _server, task in servers:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
+        yield serve

@@ -27,14 +27,14 @@ from mcp import Client
 from sqlalchemy import text as sql
 from typer.testing import CliRunner
 
-from toolweave import Gateway
+from support.paths import PYTHON, SERVERS, TOOLWEAVE
+from support.processes import free_port, stop_process, subprocess_env, wait_for_port
 from toolweave.cli import app as cli_app
 from toolweave.config import parse_config
 from toolweave.executor.resume import REDACTED
 from toolweave.runs import RunRecord, StepRecord, new_run_id
-from toolweave.server.factory import server_app
+from toolweave.server.app import server_app
 from toolweave.store import Database, KeyRepository, SqlRunStore
-from tw_testing import PYTHON, SERVERS, TOOLWEAVE, free_port, stop_process, subprocess_env, wait_for_port
 
 POSTGRES_ENV = "TOOLWEAVE_TEST_POSTGRES_URL"
 SECRET_KEY = "durable-runs-test-secret"
@@ -250,7 +250,7 @@ async def open_api(database: str, durable_server: str) -> AsyncIterator[Callable
     async def open_(*, require_auth: bool, **sections: Any) -> Api:
         cfg = parse_config({**gateway_config(database, durable_server), **sections})
         assert cfg is not None
-        app = server_app(Gateway(cfg), require_auth=require_auth)
+        app = server_app(cfg, require_auth=require_auth)
         await app.state.runtime.start()
         opened.append(Api(app))
         return opened[-1]

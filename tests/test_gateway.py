@@ -9,20 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from support.configs import http_backend, python_backend, stdio_backend, time_backend
+from support.fixtures import OpenGateway, WriteConfig
+from support.processes import free_port, wait_until
+from support.results import names, text
 from toolweave import Gateway
 from toolweave.backends.mcp import MCPBackend
-from tw_testing import (
-    OpenGateway,
-    WriteConfig,
-    free_port,
-    http_backend,
-    names,
-    python_backend,
-    stdio_backend,
-    text,
-    time_backend,
-    wait_until,
-)
 
 
 async def test_stdio_backends_start_concurrently(

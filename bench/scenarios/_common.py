@@ -20,7 +20,14 @@ from bench.configs import (
     router_tool,
 )
 from bench.core import Bench
-from bench.gateway import GatewayRun, GatewayUnavailable, exposed, start_gateway, write_config
+from bench.gateway import (
+    GatewayRun,
+    GatewayUnavailable,
+    baseline_exe,
+    exposed,
+    start_gateway,
+    write_config,
+)
 
 ECHO_ARGS = {"text": "hello"}
 SHARED_NAME = "shared"
@@ -66,7 +73,28 @@ async def try_gateway(
     return await _start(bench, name, backends, expected_tools, composites)
 
 
-def stop_gateway(bench: Bench, run: GatewayRun | str) -> None:
+async def try_baseline(
+    bench: Bench,
+    name: str,
+    backends: Sequence[Mapping[str, Any]],
+    expected_tools: Sequence[str],
+    composites: Sequence[Mapping[str, Any]] = (),
+) -> GatewayRun | str | None:
+    """The baseline tree's toolweave (`--baseline DIR`) serving the same config (its own database):
+    the run, why it is unavailable, or None without `--baseline`."""
+    tree = bench.settings.baseline
+    if tree is None:
+        return None
+    config = write_config(bench.workdir / f"{name}-baseline.toml", backends, composites)
+    try:
+        return await start_gateway(
+            bench.group, config, expected_tools, name=f"baseline-{name}", exe=baseline_exe(tree)
+        )
+    except GatewayUnavailable as exc:
+        return f"baseline toolweave unavailable: {exc}"
+
+
+def stop_gateway(bench: Bench, run: GatewayRun | str | None) -> None:
     """Stop a scenario's own toolweave (the shared one lives until the end of the run)."""
     if isinstance(run, GatewayRun) and run is not bench.shared:
         bench.group.stop(run.managed)

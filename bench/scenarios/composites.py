@@ -23,7 +23,25 @@ from bench.configs import (
 from bench.core import Bench, Check, ScenarioResult, ratio
 from bench.gateway import GatewayRun, exposed
 from bench.load import CallFn, LoadResult, Target, compare, tool_call, url_client
-from bench.scenarios._common import stop_gateway, try_gateway
+from bench.scenarios._common import stop_gateway, try_baseline, try_gateway
+
+BASELINE = "baseline "
+
+
+def _baseline_targets(baseline: GatewayRun | str | None, targets: list[Target]) -> list[Target]:
+    """The baseline tree's copies of toolweave's targets (same calls, its gateway's URL)."""
+    if not isinstance(baseline, GatewayRun):
+        return []
+    return [
+        Target(BASELINE + t.label, url_client(baseline.url), t.call, pid=baseline.pid)
+        for t in targets
+        if t.label.startswith("toolweave")
+    ]
+
+
+def _versus(result: ScenarioResult, measured: dict[str, LoadResult], label: str, what: str) -> None:
+    if label in measured and BASELINE + label in measured:
+        result.versus_calls(what, measured[label], measured[BASELINE + label])
 
 
 def sequential_calls(name: str, count: int) -> CallFn:
@@ -67,6 +85,7 @@ async def _meta_of(url: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 async def scenario_d(bench: Bench) -> ScenarioResult:
     result = ScenarioResult("D", "fan-out: 5 targets x 50 ms in one composite")
     run = await try_gateway(bench, "d", fanout_backends(bench.backend_url), ["fan"], [fanout_tool()])
+    baseline = await try_baseline(bench, "d", fanout_backends(bench.backend_url), ["fan"], [fanout_tool()])
     url = bench.backend_url
     targets = [
         Target("direct: one sleep50", url_client(url), tool_call("sleep50")),
@@ -74,9 +93,11 @@ async def scenario_d(bench: Bench) -> ScenarioResult:
     ]
     try:
         if isinstance(run, GatewayRun):
-            targets.append(Target("toolweave: fan (5 x sleep50)", url_client(run.url), tool_call("fan")))
+            targets.append(
+                Target("toolweave: fan (5 x sleep50)", url_client(run.url), tool_call("fan"), pid=run.pid)
+            )
         measured = await compare(
-            targets,
+            targets + _baseline_targets(baseline, targets),
             concurrency=1,
             calls=bench.settings.n(12, 60),
             warmup=3,
@@ -85,7 +106,9 @@ async def scenario_d(bench: Bench) -> ScenarioResult:
         )
     finally:
         stop_gateway(bench, run)
+        stop_gateway(bench, baseline)
     result.add_rows(measured, note="c=1")
+    _versus(result, measured, "toolweave: fan (5 x sleep50)", "fan-out (5 x 50 ms):")
     one = measured[targets[0].label].p50
     result.metrics["direct_one_p50_ms"] = one
     result.metrics["direct_sequential_p50_ms"] = measured[targets[1].label].p50
@@ -103,22 +126,30 @@ async def scenario_d(bench: Bench) -> ScenarioResult:
 
 async def scenario_e(bench: Bench) -> ScenarioResult:
     result = ScenarioResult("E", f"router: {ROUTER_RULES} rules vs the chosen tool")
-    run = await try_gateway(
-        bench, "e", [http_backend("b1", bench.backend_url)], ["route", exposed("b1", "echo")], [router_tool()]
-    )
+    backends, expected = [http_backend("b1", bench.backend_url)], ["route", exposed("b1", "echo")]
+    run = await try_gateway(bench, "e", backends, expected, [router_tool()])
+    baseline = await try_baseline(bench, "e", backends, expected, [router_tool()])
     echo_args = {"text": ROUTED_INPUT["url"]}
     targets = [Target("direct: echo", url_client(bench.backend_url), tool_call("echo", echo_args))]
     try:
         if isinstance(run, GatewayRun):
             targets += [
                 Target(
-                    "toolweave: b1__echo", url_client(run.url), tool_call(exposed("b1", "echo"), echo_args)
+                    "toolweave: b1__echo",
+                    url_client(run.url),
+                    tool_call(exposed("b1", "echo"), echo_args),
+                    pid=run.pid,
                 ),
-                Target("toolweave: route (last rule)", url_client(run.url), tool_call("route", ROUTED_INPUT)),
+                Target(
+                    "toolweave: route (last rule)",
+                    url_client(run.url),
+                    tool_call("route", ROUTED_INPUT),
+                    pid=run.pid,
+                ),
             ]
             result.metrics["router_meta"] = await _meta_of(run.url, "route", ROUTED_INPUT)
         measured = await compare(
-            targets,
+            targets + _baseline_targets(baseline, targets),
             concurrency=1,
             calls=bench.settings.n(300, 2000),
             rounds=bench.settings.rounds,
@@ -126,7 +157,10 @@ async def scenario_e(bench: Bench) -> ScenarioResult:
         )
     finally:
         stop_gateway(bench, run)
+        stop_gateway(bench, baseline)
     result.add_rows(measured, note="c=1")
+    _versus(result, measured, "toolweave: b1__echo", "router's tool alone (b1__echo):")
+    _versus(result, measured, "toolweave: route (last rule)", "router (20 rules, last):")
     if isinstance(run, str):
         return result.skip(run)
     _router_metrics(result, measured, [t.label for t in targets])
@@ -162,13 +196,9 @@ def _chain_meta_overhead(meta: dict[str, Any]) -> float | None:
 
 async def scenario_f(bench: Bench) -> ScenarioResult:
     result = ScenarioResult("F", f"workflow: {WORKFLOW_STEPS} no-op steps, chain and wide DAG")
-    run = await try_gateway(
-        bench,
-        "f",
-        [http_backend("b1", bench.backend_url)],
-        ["wf_chain", "wf_dag"],
-        [chain_workflow(), dag_workflow()],
-    )
+    backends, workflows = [http_backend("b1", bench.backend_url)], [chain_workflow(), dag_workflow()]
+    run = await try_gateway(bench, "f", backends, ["wf_chain", "wf_dag"], workflows)
+    baseline = await try_baseline(bench, "f", backends, ["wf_chain", "wf_dag"], workflows)
     url = bench.backend_url
     targets = [
         Target("direct: 50 noop in sequence", url_client(url), sequential_calls("noop", WORKFLOW_STEPS)),
@@ -177,11 +207,11 @@ async def scenario_f(bench: Bench) -> ScenarioResult:
     try:
         if isinstance(run, GatewayRun):
             targets += [
-                Target("toolweave: wf_chain", url_client(run.url), tool_call("wf_chain")),
-                Target("toolweave: wf_dag", url_client(run.url), tool_call("wf_dag")),
+                Target("toolweave: wf_chain", url_client(run.url), tool_call("wf_chain"), pid=run.pid),
+                Target("toolweave: wf_dag", url_client(run.url), tool_call("wf_dag"), pid=run.pid),
             ]
         measured = await compare(
-            targets,
+            targets + _baseline_targets(baseline, targets),
             concurrency=1,
             calls=bench.settings.n(6, 40),
             warmup=2,
@@ -192,7 +222,10 @@ async def scenario_f(bench: Bench) -> ScenarioResult:
             result.metrics["chain_meta"] = await _meta_of(run.url, "wf_chain", {})
     finally:
         stop_gateway(bench, run)
+        stop_gateway(bench, baseline)
     result.add_rows(measured, note="c=1, per workflow run")
+    _versus(result, measured, "toolweave: wf_chain", f"workflow chain ({WORKFLOW_STEPS} steps):")
+    _versus(result, measured, "toolweave: wf_dag", f"workflow DAG (1+{DAG_WIDTH}+1 steps):")
     if isinstance(run, str):
         return result.skip(run)
     _workflow_metrics(result, measured, [t.label for t in targets])

@@ -125,7 +125,9 @@ async def _cpu_per_call(base: str, calls: int) -> dict[str, float]:
 
 def _github_conversion(bench: Bench) -> dict[str, float]:
     """Seconds to parse and convert GitHub's REST description (median of a few runs), if npm can fetch it."""
-    spec = importlib.util.spec_from_file_location("npm_documents", ROOT / "tests" / "npm_documents.py")
+    spec = importlib.util.spec_from_file_location(
+        "npm_documents", ROOT / "tests" / "support" / "npm_documents.py"
+    )
     if spec is None or spec.loader is None:
         return {}
     npm_documents = importlib.util.module_from_spec(spec)

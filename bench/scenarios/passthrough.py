@@ -6,14 +6,36 @@ from bench.configs import http_backend
 from bench.core import Bench, Check, ScenarioResult, ratio
 from bench.gateway import GatewayRun, exposed
 from bench.load import LoadResult, Target, compare, tool_call, url_client
-from bench.scenarios._common import ECHO_ARGS, stop_gateway, try_gateway
+from bench.scenarios._common import ECHO_ARGS, stop_gateway, try_baseline, try_gateway
+
+BASELINE = "baseline toolweave"
 
 
-def _targets(bench: Bench, run: GatewayRun | str, tool: str, args: dict[str, str]) -> list[Target]:
+def _targets(
+    bench: Bench,
+    run: GatewayRun | str,
+    tool: str,
+    args: dict[str, str],
+    baseline: GatewayRun | str | None = None,
+) -> list[Target]:
     targets = [Target("direct", url_client(bench.backend_url), tool_call(tool, args))]
     if isinstance(run, GatewayRun):
-        targets.append(Target("toolweave", url_client(run.url), tool_call(exposed("b1", tool), args)))
+        targets.append(
+            Target("toolweave", url_client(run.url), tool_call(exposed("b1", tool), args), pid=run.pid)
+        )
+    if isinstance(baseline, GatewayRun):
+        targets.append(
+            Target(BASELINE, url_client(baseline.url), tool_call(exposed("b1", tool), args), pid=baseline.pid)
+        )
     return targets
+
+
+def _versus_baseline(result: ScenarioResult, measured: dict[str, LoadResult], concurrency: int) -> None:
+    this, before = measured.get("toolweave"), measured.get(BASELINE)
+    if this is None or before is None:
+        return
+    result.versus_calls(f"passthrough, c={concurrency}:", this, before)
+    result.versus(f"passthrough throughput, c={concurrency}", "calls/s", this.calls_per_s, before.calls_per_s)
 
 
 def _passthrough_metrics(results: dict[str, LoadResult], concurrency: int) -> dict[str, float]:
@@ -29,21 +51,27 @@ def _passthrough_metrics(results: dict[str, LoadResult], concurrency: int) -> di
 
 async def scenario_a(bench: Bench) -> ScenarioResult:
     result = ScenarioResult("A", "passthrough: echo, direct vs through toolweave")
-    run = await try_gateway(bench, "a", [http_backend("b1", bench.backend_url)], [exposed("b1", "echo")])
+    backends = [http_backend("b1", bench.backend_url)]
+    run = await try_gateway(bench, "a", backends, [exposed("b1", "echo")])
+    baseline = await try_baseline(bench, "a", backends, [exposed("b1", "echo")])
     try:
-        targets = _targets(bench, run, "echo", ECHO_ARGS)
+        targets = _targets(bench, run, "echo", ECHO_ARGS, baseline)
         s = bench.settings
         for concurrency, calls in ((1, s.n(200, 2000)), (8, s.n(400, 4000))):
             measured = await compare(
                 targets, concurrency=concurrency, calls=calls, rounds=s.rounds, max_seconds=s.budget_s
             )
             result.add_rows(measured, note=f"c={concurrency}")
+            _versus_baseline(result, measured, concurrency)
             if isinstance(run, GatewayRun):
                 result.metrics.update(_passthrough_metrics(measured, concurrency))
             else:
                 result.metrics[f"direct_p50_ms_c{concurrency}"] = measured["direct"].p50
     finally:
         stop_gateway(bench, run)
+        stop_gateway(bench, baseline)
+    if isinstance(baseline, str):
+        result.message = baseline
     if isinstance(run, str):
         return result.skip(run)
     m = result.metrics

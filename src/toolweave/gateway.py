@@ -1,8 +1,10 @@
-"""`Gateway`: backends + catalog + executor, assembled from a config.
+"""`Gateway`: backends + catalog snapshots + the executor's registry, assembled from a config.
 
 The server, the CLI and the Python API all drive this one object. It knows
-nothing of HTTP or databases: a run store and extra definitions are handed
-in by whoever owns them.
+nothing of HTTP or databases: a run store, a backend resolver (a tenant's own
+credentials) and a call observer (metrics) are handed in at construction by
+whoever owns them, and extra (API-managed) definitions through
+`set_definitions`.
 """
 
 from __future__ import annotations
@@ -10,80 +12,73 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 
 from toolweave.backends import Backend, create_backend
-from toolweave.catalog.catalog import Catalog, Entry
+from toolweave.catalog.catalog import Catalog
 from toolweave.config.loader import load_config
 from toolweave.config.models import Config
-from toolweave.executor.executor import CALL_TOOL, FIND_TOOLS, BatchCall, Session, ToolExecutor
-from toolweave.executor.policy import Policy
+from toolweave.executor import (
+    Admission,
+    BackendResolver,
+    BatchCall,
+    CallObserver,
+    Limits,
+    Policy,
+    Registry,
+    Session,
+    ToolExecutor,
+)
 from toolweave.runs import MemoryRunStore, RunStore
 
 logger = logging.getLogger("toolweave.gateway")
 ToolsChanged = Callable[[], None]
-BackendResolver = Callable[[Backend, Session], Awaitable[Backend]]
-"""`(backend, session) -> the backend to call for this session` (the same one unless a tenant has credentials)."""
-CallObserver = Callable[[Entry, types.CallToolResult, float], None]
-"""`(entry, result, seconds)`, called after every call the executor dispatched; must be cheap and never raise."""
-
-SEARCH_TOOLS = [
-    types.Tool(
-        name=FIND_TOOLS,
-        description=(
-            "Find tools by what they do. Returns the best matching tools with their input schemas; "
-            "call one with call_tool."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What you want to do, in a few words"},
-                "limit": {"type": "integer", "minimum": 1, "default": 10},
-            },
-            "required": ["query"],
-        },
-        annotations=types.ToolAnnotations(read_only_hint=True),
-    ),
-    types.Tool(
-        name=CALL_TOOL,
-        description="Call a tool found with find_tools, by its name, with its arguments.",
-        input_schema={
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
-            "required": ["name"],
-        },
-    ),
-]
 
 
 class Gateway:
     """Use as `async with Gateway.from_config("toolweave.toml") as gw:`."""
 
-    def __init__(self, config: Config, *, runs: RunStore | None = None, errlog: Any = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        runs: RunStore | None = None,
+        backend_resolver: BackendResolver | None = None,
+        call_observer: CallObserver | None = None,
+        errlog: Any = None,
+    ) -> None:
+        """`runs`: where run records go (in memory by default); `backend_resolver`: picks the backend
+        connection for a caller (a tenant's own credentials); `call_observer`: told of every
+        finished call (metrics), in one place."""
         self.config = config
         self.policy = Policy(config.policy)
-        self.runs: RunStore = runs or MemoryRunStore()
         self.backends: dict[str, Backend] = {}
         self._errlog = errlog
         self._definitions: dict[str, tuple[str | None, Any]] = {}
         """Extra (API-managed) composite definitions: name → (owner tenant, definition)."""
-        self._catalog = Catalog.build(config, [], [])
+        self.registry = Registry(
+            Catalog.build(config, [], []),
+            policy=self.policy,
+            runs=runs if runs is not None else MemoryRunStore(),
+            limits=Limits(
+                max_depth=config.gateway.max_depth, record_direct_calls=config.gateway.record_direct_calls
+            ),
+            admission=Admission(config.policy.read_width, config.policy.concurrent_width),
+            resolve_backend=backend_resolver,
+            observe=call_observer,
+        )
+        """What every executor of this gateway reads (its catalog is swapped on each rebuild)."""
         self._listeners: list[ToolsChanged] = []
         self._resources: dict[str, tuple[types.Resource, Backend]] = {}
         self._templates: list[tuple[types.ResourceTemplate, Backend]] = []
         self._prompts: dict[str, tuple[types.Prompt, Backend, str]] = {}
-        self._tool_caps: dict[str, asyncio.Semaphore] = {}
         self._rebuild_pending = False
         self._executor: ToolExecutor | None = None
         self._started = False
-        self.backend_resolver: BackendResolver | None = None
-        """Set by the server: picks the backend connection for a caller (per-tenant credentials)."""
-        self.call_observer: CallObserver | None = None
-        """Set by the server: told of every finished call (metrics), in one place."""
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> Gateway:
@@ -120,18 +115,28 @@ class Gateway:
         await asyncio.gather(*(backend.stop() for backend in self.backends.values()), return_exceptions=True)
         self._started = False
 
+    @property
+    def started(self) -> bool:
+        """Between `start()` and `stop()`."""
+        return self._started
+
+    @property
+    def runs(self) -> RunStore:
+        return self.registry.runs
+
     # -- catalog -----------------------------------------------------------
 
     @property
     def catalog(self) -> Catalog:
-        return self._catalog
+        return self.registry.catalog
 
     def rebuild(self) -> Catalog:
         """Build a new snapshot and swap it in; tell listeners when what clients see changed."""
-        old = self._catalog
+        old = self.registry.catalog
         definitions = [*self.config.composite_tools, *(d for _, d in self._definitions.values())]
-        catalog = Catalog.build(self.config, list(self.backends.values()), definitions)
-        self._catalog = catalog
+        owners = {name: owner for name, (owner, _definition) in self._definitions.items()}
+        catalog = Catalog.build(self.config, list(self.backends.values()), definitions, owners=owners)
+        self.registry.catalog = catalog
         self._index_resources_and_prompts()
         for issue in catalog.issues:
             if issue not in old.issues:
@@ -199,41 +204,22 @@ class Gateway:
         self._definitions = dict(definitions)
         return self.rebuild()
 
-    def owner_of(self, name: str) -> str | None:
-        found = self._definitions.get(name)
-        return found[0] if found else None
-
-    def tool_semaphore(self, entry: Entry) -> asyncio.Semaphore | None:
-        if entry.max_concurrency is None:
-            return None
-        cap = self._tool_caps.get(entry.name)
-        if cap is None:
-            cap = self._tool_caps[entry.name] = asyncio.Semaphore(entry.max_concurrency)
-        return cap
-
     # -- the Python API ----------------------------------------------------
 
     def executor(self, session: Session | None = None) -> ToolExecutor:
-        return ToolExecutor(self, session)
+        """An executor for `session` (the local operator by default); executors of the same
+        session share its admission pools."""
+        return ToolExecutor(self.registry, session)
 
     @property
     def default_executor(self) -> ToolExecutor:
         if self._executor is None:
-            self._executor = ToolExecutor(self)
+            self._executor = ToolExecutor(self.registry)
         return self._executor
 
     def list_tools(self, tenant: str | None = None) -> list[types.Tool]:
         """What a client sees in tools/list (search mode: find_tools, call_tool and the pinned tools)."""
-        catalog = self._catalog
-        visible = [t for t in catalog.listed if self._listed_for(t.name, tenant)]
-        if catalog.index is None:
-            return visible
-        pinned = set(self.config.gateway.pinned)
-        return [*SEARCH_TOOLS, *(t for t in visible if t.name in pinned)]
-
-    def _listed_for(self, name: str, tenant: str | None) -> bool:
-        owner = self.owner_of(name)
-        return owner is None or owner == tenant
+        return self.registry.catalog.listing(tenant)
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> types.CallToolResult:
         """Call a tool; every failure (even arguments that are not an object) is an `isError` result."""
@@ -250,7 +236,7 @@ class Gateway:
         tools = (
             self.list_tools()
             if names is None
-            else [self._catalog.get(n).tool for n in names if self._catalog.get(n)]
+            else [self.catalog.get(n).tool for n in names if self.catalog.get(n)]
         )
         return export_tools(tools, format)
 

@@ -64,13 +64,36 @@ def new_run_id() -> str:
 
 
 class RunStore(Protocol):
+    """Where runs are recorded: every method the executor, a workflow and `resume` call.
+
+    A store with `write_behind` is written through the `*_nowait` methods (they
+    queue, the caller never waits for the database); any other store is awaited.
+    """
+
+    write_behind: bool
+    """True: record through `start_run_nowait` / `checkpoint_nowait` / `finish_run_nowait`."""
+    durable: bool
+    """True when records outlive the process, so an interrupted run can be `claim`ed and resumed."""
+
     async def start_run(self, record: RunRecord) -> None: ...
+
+    def start_run_nowait(self, record: RunRecord) -> None: ...
 
     async def checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
         """Persist one finished (or started) step so an interrupted run can resume."""
         ...
 
+    def checkpoint_nowait(
+        self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None
+    ) -> None: ...
+
     async def finish_run(self, record: RunRecord) -> None: ...
+
+    def finish_run_nowait(self, record: RunRecord) -> None: ...
+
+    async def claim(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
+        """Move an interrupted run back to `running` under this process, atomically; None if taken."""
+        ...
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None: ...
 
@@ -87,22 +110,44 @@ class RunStore(Protocol):
 class MemoryRunStore:
     """Keeps the newest `capacity` runs in memory; bounded so long-lived gateways stay flat."""
 
+    write_behind = False
+    durable = False
+
     def __init__(self, capacity: int = 1000) -> None:
         self._runs: OrderedDict[str, RunRecord] = OrderedDict()
         self._capacity = capacity
 
-    async def start_run(self, record: RunRecord) -> None:
+    def start_run_nowait(self, record: RunRecord) -> None:
+        self._keep(record)
+
+    def checkpoint_nowait(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
+        self._checkpoint(run_id, step, state)
+
+    def finish_run_nowait(self, record: RunRecord) -> None:
+        self._runs[record.id] = record
+
+    async def claim(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
+        """Nothing outlives this process, so nothing is ever interrupted and claimable."""
+        return None
+
+    def _keep(self, record: RunRecord) -> None:
         self._runs[record.id] = record
         while len(self._runs) > self._capacity:
             self._runs.popitem(last=False)
 
-    async def checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
+    def _checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None) -> None:
         record = self._runs.get(run_id)
         if record is None:
             return
         record.steps = [s for s in record.steps if s.id != step.id] + [step]
         if state is not None:
             record.state.update(state)
+
+    async def start_run(self, record: RunRecord) -> None:
+        self._keep(record)
+
+    async def checkpoint(self, run_id: str, step: StepRecord, state: dict[str, Any] | None = None) -> None:
+        self._checkpoint(run_id, step, state)
 
     async def finish_run(self, record: RunRecord) -> None:
         self._runs[record.id] = record

@@ -13,9 +13,9 @@ template means the same thing everywhere. Design points:
   precompiles a whole argument tree so the hot path only evaluates.
 - Limits bound what data can make a template do: nesting depth, rendered
   size, sequence repetition, exponents, and `range`.
-- Error messages never carry parameter values; `redact` removes the values of
-  secret parameters (`writeOnly` or `format: password`) from any message that
-  might quote them.
+- Error messages never carry parameter values; the values of secret
+  parameters are removed from any message that might quote them
+  (`toolweave.secrets.redact_text`).
 """
 
 from __future__ import annotations
@@ -178,25 +178,37 @@ class CompiledTemplate:
     the expression's value) or `text`.
     """
 
-    __slots__ = ("_expression", "_template", "kind", "source")
+    __slots__ = ("_expression", "_template", "kind", "names", "paths", "source", "tree")
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.kind: Literal["static", "native", "text"] = "static"
         self._template: Template | None = None
         self._expression: Template | None = None
+        self.tree: nodes.Template | None = None
+        """The parsed source (constant subexpressions folded by compiling), for analysis only."""
+        self.names: frozenset[str] = frozenset()
+        """Top-level names the template reads from its context (locals and globals excluded)."""
+        self.paths: frozenset[tuple[str, ...]] = frozenset()
+        """Attribute/constant-index chains it reads (see `template_paths`)."""
         if not is_template(source):
             return
         if len(source) > MAX_SOURCE_CHARS:
             raise TemplateSyntaxError(f"template is longer than {MAX_SOURCE_CHARS} characters")
         try:
-            self._template = _compile(ENV.parse(source))
-            expression = _single_expression(ENV.parse(source))
+            tree = ENV.parse(source)  # parsed once: analysed, then compiled
         except _JinjaSyntaxError as error:
             raise TemplateSyntaxError(_syntax_message(error, source)) from None
+        self.names = frozenset(meta.find_undeclared_variables(tree)) - GLOBAL_NAMES
+        paths: set[tuple[str, ...]] = set()
+        _collect_paths(tree, paths, inner=False)
+        self.paths = frozenset(paths)
+        expression = _single_expression(tree)
         if expression is not None:
             assign = nodes.Assign(nodes.Name(_RESULT, "store"), expression, lineno=1)
             self._expression = _compile(nodes.Template([assign], lineno=1))
+        self._template = _compile(tree)
+        self.tree = tree
         self.kind = "native" if self._expression is not None else "text"
 
     def render(self, context: Context_) -> Any:
@@ -424,13 +436,7 @@ def iter_template_strings(value: Any, path: str = "") -> Iterable[tuple[str, str
 
 def template_names(source: str) -> set[str]:
     """Top-level names a template reads from its context (locals and globals excluded)."""
-    if not is_template(source):
-        return set()
-    try:
-        tree = ENV.parse(source)
-    except _JinjaSyntaxError as error:
-        raise TemplateSyntaxError(_syntax_message(error, source)) from None
-    return set(meta.find_undeclared_variables(tree)) - GLOBAL_NAMES
+    return set(compile_template(source).names)
 
 
 def template_paths(source: str) -> set[tuple[str, ...]]:
@@ -439,15 +445,7 @@ def template_paths(source: str) -> set[tuple[str, ...]]:
     Only the longest chain of each access is reported; a dynamic index ends
     the chain there (`steps[x].output` → ('steps',)).
     """
-    if not is_template(source):
-        return set()
-    try:
-        tree = ENV.parse(source)
-    except _JinjaSyntaxError as error:
-        raise TemplateSyntaxError(_syntax_message(error, source)) from None
-    found: set[tuple[str, ...]] = set()
-    _collect_paths(tree, found, inner=False)
-    return found
+    return set(compile_template(source).paths)
 
 
 def _collect_paths(node: nodes.Node, found: set[tuple[str, ...]], inner: bool) -> None:
@@ -578,43 +576,3 @@ def _float(text: str) -> float | None:
     except ValueError:
         return None
     return number if number == number and number not in (float("inf"), float("-inf")) else None
-
-
-# -- secrets -----------------------------------------------------------------------
-
-REDACTED = "***"
-
-
-def is_secret_schema(schema: Any) -> bool:
-    """A property marked `writeOnly: true` or `format: password` holds a secret."""
-    return isinstance(schema, Mapping) and (
-        schema.get("writeOnly") is True or schema.get("format") == "password"
-    )
-
-
-def secret_names(schema: Any) -> frozenset[str]:
-    """Top-level properties of an input schema that hold secrets."""
-    if not isinstance(schema, Mapping) or not isinstance(schema.get("properties"), Mapping):
-        return frozenset()
-    return frozenset(name for name, prop in schema["properties"].items() if is_secret_schema(prop))
-
-
-def secret_values(names: Iterable[str], arguments: Mapping[str, Any]) -> tuple[str, ...]:
-    """The text forms of the secret arguments actually given, longest first (for `redact`)."""
-    values = set()
-    for name in names:
-        value = arguments.get(name)
-        if value is None or isinstance(value, bool):
-            continue
-        text = value if isinstance(value, str) else _tojson(value)
-        if len(text) >= 3:
-            values.add(text)
-    return tuple(sorted(values, key=len, reverse=True))
-
-
-def redact(message: str, secrets: Iterable[str]) -> str:
-    """`message` with every occurrence of every secret value replaced by `***`."""
-    for secret in secrets:
-        if secret in message:
-            message = message.replace(secret, REDACTED)
-    return message

@@ -5,22 +5,22 @@ logic is needed (a stale header map)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from support.processes import wait_until
+from support.results import text
+from support.serving import serve_asgi
 from toolweave.backends import mcp as mcp_module
 from toolweave.backends.mcp import MCPBackend
 from toolweave.config import BackendConfig
-from tw_testing import free_port, text, wait_until
 
 MODES = [pytest.param("auto", id="2026-07-28"), pytest.param("legacy", id="2025-11-25")]
 
@@ -51,22 +51,10 @@ def total(a: int, b: int) -> dict[str, int]:
 
 @pytest.fixture
 async def lean_url() -> AsyncIterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app_server.streamable_http_app(),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=1,
-        )
-    )
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
-    task = asyncio.create_task(server.serve())
-    await wait_until(lambda: server.started, timeout=15, what="uvicorn started")
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    await task
+    async with serve_asgi(
+        app_server.streamable_http_app(), lifespan="auto", timeout_graceful_shutdown=1
+    ) as base:
+        yield f"{base}/mcp"
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ loopback, and every way a backend can go wrong (missing command, refused URL, cr
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -12,25 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from mcp import Client
 from mcp_types import SERVER_INFO_META_KEY
 from starlette.responses import PlainTextResponse
 
+from support.configs import http_backend, stdio_backend, time_backend
+from support.paths import PYTHON, SERVERS
+from support.processes import free_port, http_testserver, wait_until
+from support.results import text
+from support.serving import serve_asgi
 from toolweave.backends import mcp as mcp_module
 from toolweave.backends.mcp import MCPBackend
 from toolweave.config import BackendConfig
-from tw_testing import (
-    PYTHON,
-    SERVERS,
-    free_port,
-    http_backend,
-    http_testserver,
-    stdio_backend,
-    text,
-    time_backend,
-    wait_until,
-)
 
 OpenBackend = Callable[..., Awaitable[MCPBackend]]
 
@@ -141,16 +133,8 @@ async def guarded_url() -> AsyncIterator[str]:
             return
         await inner(scope, receive, send)
 
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(guarded, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
-    )
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
-    task = asyncio.create_task(server.serve())
-    await wait_until(lambda: server.started, timeout=15, what="uvicorn started")
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    await task
+    async with serve_asgi(guarded, lifespan="auto", timeout_graceful_shutdown=1) as base:
+        yield f"{base}/mcp"
 
 
 async def test_http_headers_carry_credentials(

@@ -8,10 +8,13 @@ import pytest
 import tw_pytools
 
 import toolweave
+from support.configs import python_backend
+from support.fixtures import OpenGateway
+from support.paths import PYTOOLS
+from support.results import text
 from toolweave.backends import PythonBackend
 from toolweave.backends.python import _parse_docstring, tools_of
 from toolweave.config import BackendConfig
-from tw_testing import PYTOOLS, OpenGateway, python_backend, text
 
 
 async def started(module: str = PYTOOLS, **extra: Any) -> PythonBackend:

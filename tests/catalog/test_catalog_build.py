@@ -10,9 +10,10 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from support.configs import config
+from support.fakes import FakeBackend, tool
 from toolweave.catalog import Catalog
 from toolweave.composite.base import BuildError
-from tw_testing import FakeBackend, config, tool
 
 GITHUB_TOOLS = [
     tool("search", description="Search issues", properties={"q": {"type": "string"}}, read_only=True),
@@ -274,7 +275,7 @@ def test_a_broken_composite_is_degraded_and_everything_else_is_served() -> None:
         gh(),
         definitions=[Definition("bad", fail="build"), Definition("worse", fail="crash"), Definition("fine")],
     )
-    assert catalog.degraded == {
+    assert {name: [str(problem) for problem in found] for name, found in catalog.degraded.items()} == {
         "bad": ["tools[0]: unknown tool 'gh/nope'"],
         "worse": ["cannot build: kaboom"],
     }

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from support.fakes import tool
 from toolweave.catalog.search import ToolIndex, tokenize
-from tw_testing import tool
 
 TOOLS = [
     tool(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from toolweave.catalog import ArgumentValidator, PatternSet, pattern_problem, redact, secret_fields
+from toolweave.config.patterns import PatternSet, pattern_problem
+from toolweave.schemas import ArgumentValidator
+from toolweave.secrets import redact_arguments as redact
+from toolweave.secrets import secret_fields
 
 SCHEMA = {
     "type": "object",

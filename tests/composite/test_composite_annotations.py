@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from composite_helpers import FakeCatalog, parse_composite_def, tool
 
+from support.configs import parse_composite_def
+from support.fakes import FakeCatalog, tool
 from toolweave.composite.annotations import combined_hints, composite_annotations, effective_hints
 from toolweave.composite.base import BuildError, ResolvedTool
+from toolweave.composite.definition import AnnotationsDef
 from toolweave.composite.router import build_router
-from toolweave.config.composite_base import AnnotationsDef
 
 
 def resolved(name: str, **hints: Any) -> ResolvedTool:

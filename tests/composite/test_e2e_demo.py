@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from e2e_helpers import meta, texts
 
+from support.paths import ROOT
+from support.results import meta, texts
 from toolweave import Gateway
-from tw_testing import ROOT
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from support.fixtures import WriteConfig
 from toolweave.config import ConfigError, load_config, parse_config
-from tw_testing import WriteConfig
 
 TOML = """
 [gateway]

@@ -5,15 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from toolweave.config import (
-    BackendConfig,
-    ConfigError,
-    GatewayConfig,
-    parse_config,
-    parse_duration,
-    split_tool_ref,
-)
+from toolweave.config import BackendConfig, ConfigError, GatewayConfig, parse_config
 from toolweave.config.models import PolicyConfig
+from toolweave.fields import parse_duration, split_tool_ref
 
 
 @pytest.mark.parametrize(

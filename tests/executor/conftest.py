@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from executor_helpers import MakeGateway, backend
 
+from support.executor import MakeGateway, backend
 from toolweave import Gateway
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from executor_helpers import MakeGateway, after, backend, overlap, sleep, span, text, write
-
+from support.executor import MakeGateway, after, backend, overlap, sleep, span, write
+from support.results import text
 from toolweave import Gateway
 from toolweave.executor import Pools, Session
 

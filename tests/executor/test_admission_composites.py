@@ -13,8 +13,9 @@ import itertools
 from typing import Any
 
 import pytest
-from executor_helpers import MakeGateway, backend, text
 
+from support.executor import MakeGateway, backend
+from support.results import text
 from toolweave import Gateway
 from toolweave.executor import Session
 

@@ -10,8 +10,9 @@ import logging
 from typing import Any
 
 import pytest
-from executor_helpers import MakeGateway, backend, text
 
+from support.executor import MakeGateway, backend
+from support.results import text
 from toolweave import Gateway
 from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
 from toolweave.executor import Session

@@ -6,8 +6,8 @@ No absolute clocks: overlap and serialisation are read from the `sleep` /
 
 from __future__ import annotations
 
-from executor_helpers import MakeGateway, after, backend, overlap, sleep, span, text, write
-
+from support.executor import MakeGateway, after, backend, overlap, sleep, span, write
+from support.results import text
 from toolweave import Gateway
 
 

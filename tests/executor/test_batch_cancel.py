@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
-from executor_helpers import MakeGateway, SignallingRunStore, backend, sleep, span, text, write
-
+from support.executor import MakeGateway, SignallingRunStore, backend, sleep, span, write
+from support.results import text
 from toolweave import Gateway
 from toolweave.composite.base import ElicitOutcome
 from toolweave.executor import Session
-from toolweave.executor.executor import CANCELLED_BEFORE, CANCELLED_WHILE_RUNNING
+from toolweave.executor.batch import CANCELLED_BEFORE, CANCELLED_WHILE_RUNNING
 
 RECORDED = "[gateway]\nrecord_direct_calls = true\n"
 GUARD = 20  # seconds: only a hang guard; a working cancel returns long before

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from executor_helpers import MakeGateway, backend, text
-
+from support.executor import MakeGateway, backend
+from support.results import text
 from toolweave import Gateway
 
 

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import tw_pytools
 
+from support.configs import python_backend
+from support.fixtures import OpenGateway
+from support.results import text
 from toolweave import Gateway
 from toolweave.executor import Session
-from tw_testing import OpenGateway, python_backend, text
 
 PY = python_backend(hide=["drop_table"], tools={"nap": {"timeout": "100ms"}})
 

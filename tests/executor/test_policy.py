@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from executor_helpers import MakeGateway, backend, text
-
+from support.executor import MakeGateway, backend
+from support.results import text
 from toolweave import Gateway
 from toolweave.executor import Session
 

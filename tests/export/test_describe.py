@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.configs import parse_composite_def
+from support.fakes import FakeCatalog, tool
+from toolweave.composite.fanout import build_fanout
+from toolweave.composite.router import build_router
 from toolweave.export.describe import (
     FULL_DESCRIPTION_CHARS,
     ParamUsage,
@@ -22,13 +24,6 @@ from toolweave.export.describe import (
     summary_of,
     type_text,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "composite"))
-
-from composite_helpers import FakeCatalog, parse_composite_def, tool
-
-from toolweave.composite.fanout import build_fanout
-from toolweave.composite.router import build_router
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -14,8 +14,8 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from export_helpers import write_ts_config
 
+from support.configs import write_ts_config
 from toolweave import Gateway
 from toolweave.export import export_tool
 

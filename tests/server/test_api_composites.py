@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from api_helpers import GREETER, SCRAPER, AppFactory, problems
 
-from tw_testing import python_backend, stdio_backend
+from support.api import GREETER, SCRAPER, AppFactory, problems
+from support.configs import python_backend, stdio_backend
 
 API = "/api/v1"
 LINKEDIN = "https://www.linkedin.com/in/johndoe"

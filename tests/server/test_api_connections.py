@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_helpers import AppFactory, header_server
 
-from toolweave.executor.executor import Session
-from toolweave.server.connections import ConnectionUnavailable
-from toolweave.server.logs import JsonFormatter
-from tw_testing import python_backend, stdio_backend
+from support.api import AppFactory
+from support.configs import python_backend, stdio_backend
+from support.processes import header_server
+from toolweave.executor import Session
+from toolweave.services.connections import ConnectionUnavailable
+from toolweave.services.logs import JsonFormatter
 
 API = "/api/v1"
 SECRET_A = "alice-token-6f1c2d9e"
@@ -139,7 +140,7 @@ async def test_connections_are_per_tenant_lazy_and_never_shown(
 
 
 def test_the_scrubber_is_the_second_line_of_defence() -> None:
-    from toolweave.server.logs import REDACTED, SCRUBBER
+    from toolweave.secrets import REDACTED, SCRUBBER
 
     SCRUBBER.add("scrub-me-please-123")
     record = logging.LogRecord("x", logging.ERROR, __file__, 1, "oops %s", ("scrub-me-please-123",), None)

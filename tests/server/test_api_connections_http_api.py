@@ -7,10 +7,11 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from api_helpers import AppFactory
 
-from toolweave.server.logs import JsonFormatter
-from tw_testing import api_testserver, openapi_backend
+from support.api import AppFactory
+from support.configs import openapi_backend
+from support.processes import api_testserver
+from toolweave.services.logs import JsonFormatter
 
 API = "/api/v1"
 TENANT_KEY = "tenant-key-987654"  # the test API accepts it as a bearer token and as an API key

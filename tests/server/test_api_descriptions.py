@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from api_helpers import SCRAPER, AppFactory, serve_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tw_testing import stdio_backend
+from support.api import SCRAPER, AppFactory
+from support.configs import stdio_backend
+from support.serving import serve_asgi
 
 API = "/api/v1"
 LLM_TEXT = (
@@ -66,7 +67,7 @@ async def test_an_llm_endpoint_rewrites_it_when_configured(
     sqlite_app: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     received: list[dict[str, Any]] = []
-    async with serve_app(fake_llm(received)) as base:
+    async with serve_asgi(fake_llm(received)) as base:
         monkeypatch.setenv("TOOLWEAVE_LLM_BASE_URL", f"{base}/v1")
         monkeypatch.setenv("TOOLWEAVE_LLM_MODEL", "tiny-test-model")
         monkeypatch.setenv("TOOLWEAVE_LLM_API_KEY", "llm-key-123")
@@ -94,7 +95,7 @@ async def test_a_failing_llm_endpoint_falls_back_with_a_warning(
     sqlite_app: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     received: list[dict[str, Any]] = []
-    async with serve_app(fake_llm(received, status=503)) as base:
+    async with serve_asgi(fake_llm(received, status=503)) as base:
         monkeypatch.setenv("TOOLWEAVE_LLM_BASE_URL", f"{base}/v1")
         monkeypatch.setenv("TOOLWEAVE_LLM_MODEL", "tiny-test-model")
         api = await sqlite_app({"backends": [stdio_backend()]})

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from api_helpers import GREETER, TEST_SECRET
 from hypothesis import HealthCheck, given, settings
 from schemathesis.python import asgi as schemathesis_asgi
 from schemathesis.specs.openapi.checks import (
@@ -23,10 +22,10 @@ from schemathesis.specs.openapi.checks import (
 )
 from starlette.testclient import TestClient
 
-from toolweave import Gateway
+from support.api import GREETER, TEST_SECRET
+from support.configs import python_backend
 from toolweave.config import parse_config
-from toolweave.server.factory import server_app
-from tw_testing import python_backend
+from toolweave.server.app import server_app
 
 EXAMPLES = 12
 CHECKS = [
@@ -55,11 +54,9 @@ def fuzzed_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         }
         cfg = parse_config(raw)
         assert cfg is not None
-        with TestClient(server_app(Gateway(cfg))) as client:  # something to find, so not every call is a 404
+        with TestClient(server_app(cfg)) as client:  # something to find, so not every call is a 404
             assert client.post("/api/v1/composite-tools", json={"definition": GREETER}).status_code == 201
-        yield schemathesis.openapi.from_asgi(
-            "/openapi.json", server_app(Gateway(cfg), require_auth=request.param)
-        )
+        yield schemathesis.openapi.from_asgi("/openapi.json", server_app(cfg, require_auth=request.param))
         schemathesis_asgi.shutdown_lifespans()
 
 

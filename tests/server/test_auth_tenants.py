@@ -8,12 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import GREETER, AppFactory, serve_app
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tw_testing import names, python_backend
+from support.api import GREETER, AppFactory
+from support.configs import python_backend
+from support.results import names
+from support.serving import serve_asgi
 
 API = "/api/v1"
 READ, CALL, ADMIN = "tools:read", "tools:call", "tools:admin"
@@ -127,7 +129,7 @@ async def test_mcp_needs_a_key_and_sees_only_its_tenant(sqlite_app: AppFactory) 
         assert (await a.post(f"{API}/composite-tools", json={"definition": GREETER})).status_code == 201
     app = api.app
     await api.runtime.close()  # served again below by uvicorn with the lifespan
-    async with serve_app(app) as base:
+    async with serve_asgi(app) as base:
         async with httpx.AsyncClient() as raw:
             response = await raw.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             assert response.status_code == 401
@@ -154,7 +156,7 @@ async def test_list_changed_reaches_mcp_clients_when_the_api_creates_a_tool(sqli
     app = api.app
     await api.runtime.close()
     async with (
-        serve_app(app) as base,
+        serve_asgi(app) as base,
         Client(f"{base}/mcp", mode="auto") as client,
         client.listen(tools_list_changed=True) as events,
     ):

@@ -30,6 +30,8 @@ class Backend(ABC):
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
         self.name = config.name
+        self.owner: str | None = None
+        """The tenant whose tools these are (a tenant's own backend); None: shared by every tenant."""
         self.status: BackendStatus = "starting"
         self.last_error: str | None = None
         self.connected_at: float | None = None

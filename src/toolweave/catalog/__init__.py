@@ -1,18 +1,17 @@
-"""Catalog and middleware: names and conflicts, validation, filters, search, aliases."""
+"""The catalog: immutable snapshots of every tool served: names, conflicts, filters, aliases,
+tenancy (who owns and who sees each tool) and search mode."""
 
 from toolweave.catalog.catalog import Catalog, CatalogIssue, Entry, ToolClass, is_destructive
-from toolweave.catalog.patterns import PatternSet, pattern_problem
-from toolweave.catalog.validation import ArgumentValidator, redact, secret_fields
+from toolweave.catalog.search import CALL_TOOL, FIND_TOOLS, SEARCH_TOOLS, ToolIndex
 
 __all__ = [
-    "ArgumentValidator",
+    "CALL_TOOL",
+    "FIND_TOOLS",
+    "SEARCH_TOOLS",
     "Catalog",
     "CatalogIssue",
     "Entry",
-    "PatternSet",
     "ToolClass",
+    "ToolIndex",
     "is_destructive",
-    "pattern_problem",
-    "redact",
-    "secret_fields",
 ]

@@ -2,8 +2,10 @@
 
 A snapshot is rebuilt whenever a backend's lists change or a definition is
 added, and swapped in atomically, so the hot path is a dict lookup with no
-locks. Middleware order follows seed 000: validation → capability filter →
-search mode → aliases → composites (outermost).
+locks. It answers every question about names: what exists under which name
+(filters, aliases, conflicts), who owns each tool and who may see it
+(tenancy), what a client lists (search mode: `find_tools` and `call_tool`
+plus the pinned tools), and why a name is unknown.
 """
 
 from __future__ import annotations
@@ -16,13 +18,18 @@ from typing import Any, Literal
 
 import mcp_types as types
 
+from toolweave import composite as composites
 from toolweave.backends.base import Backend
-from toolweave.catalog.patterns import PatternSet
-from toolweave.catalog.search import ToolIndex
-from toolweave.catalog.validation import ArgumentValidator, secret_fields
+from toolweave.catalog.search import CALL_TOOL, FIND_TOOLS, SEARCH_TOOLS, ToolIndex
 from toolweave.composite.base import BuildError, Composite, ResolvedTool
-from toolweave.config._base import split_tool_ref
+from toolweave.composite.kinds import tool_references
+from toolweave.composite.workflow.graph import find_composite_cycles, format_cycle
 from toolweave.config.models import BackendConfig, Config
+from toolweave.config.patterns import PatternSet
+from toolweave.fields import split_tool_ref
+from toolweave.problems import Problem
+from toolweave.schemas import ArgumentValidator
+from toolweave.secrets import secret_fields
 
 logger = logging.getLogger("toolweave.catalog")
 
@@ -44,11 +51,22 @@ class Entry:
     timeout: float | None = None
     max_concurrency: int | None = None
     secrets: frozenset[str] = frozenset()
+    owner: str | None = None
+    """The tenant that owns the tool (an API-defined composite, a tenant's backend); None: shared."""
     _validator: ArgumentValidator | None = field(default=None, repr=False)
 
     @property
     def kind(self) -> str:
         return self.composite.kind if self.composite is not None else "backend"
+
+    def visible_to(self, tenant: str | None) -> bool:
+        """The one tenancy rule: a shared tool is everyone's; an owned one only its tenant's."""
+        owner = self.owner
+        return owner is None or owner == tenant
+
+    def listed_to(self, tenant: str | None) -> bool:
+        """Listed for `tenant`: not hidden by a filter, and visible to it."""
+        return not self.hidden and self.visible_to(tenant)
 
     @property
     def validator(self) -> ArgumentValidator:
@@ -67,15 +85,24 @@ class Entry:
         )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CatalogIssue:
-    """A problem found while building a snapshot (a conflict, a degraded composite)."""
+    """A problem found while building a snapshot: about which tool (`subject`), and the problem,
+    whose path is relative to that tool's definition (empty for a conflict)."""
 
     subject: str
-    message: str
+    problem: Problem
+
+    @property
+    def path(self) -> str:
+        return self.problem.path
+
+    @property
+    def message(self) -> str:
+        return self.problem.message
 
     def __str__(self) -> str:
-        return f"{self.subject}: {self.message}"
+        return f"{self.subject}: {self.problem}"
 
 
 class Catalog:
@@ -86,10 +113,15 @@ class Catalog:
         self.entries: dict[str, Entry] = {}
         self.by_reference: dict[str, Entry] = {}
         self.issues: list[CatalogIssue] = []
-        self.degraded: dict[str, list[str]] = {}
+        self.degraded: dict[str, list[Problem]] = {}
+        """Composites that could not be built, with their problems (paths relative to the definition)."""
         self.listed: list[types.Tool] = []
         self.index: ToolIndex | None = None
+        self.pinned: frozenset[str] = frozenset()
         self.used_in: dict[str, list[str]] = {}
+        self.backends: dict[str, Backend] = {}
+        self.disabled: frozenset[str] = frozenset()
+        """Backends the config turns off (their tools are unknown, and the error says why)."""
 
     # -- lookups -----------------------------------------------------------
 
@@ -107,6 +139,56 @@ class Catalog:
     def visible(self) -> Iterable[Entry]:
         return (entry for entry in self.entries.values() if not entry.hidden)
 
+    # -- tenancy -----------------------------------------------------------
+
+    def owner_of(self, name: str) -> str | None:
+        entry = self.entries.get(name)
+        return entry.owner if entry is not None else None
+
+    def listed_for(self, tenant: str | None) -> list[Entry]:
+        """Every entry `tenant` sees listed (not hidden, shared or its own)."""
+        return [entry for entry in self.entries.values() if entry.listed_to(tenant)]
+
+    def used_in_for(self, name: str, tenant: str | None) -> list[str]:
+        """The composites calling `name` that `tenant` can see (another tenant's are not its business)."""
+        return [c for c in self.used_in.get(name, []) if self.entries[c].visible_to(tenant)]
+
+    # -- what a client lists -----------------------------------------------
+
+    def listing(self, tenant: str | None = None) -> list[types.Tool]:
+        """tools/list for `tenant`; in search mode `find_tools`, `call_tool` and the pinned tools."""
+        if self.index is None:
+            if all(entry.owner is None for entry in self.entries.values()):
+                return list(self.listed)
+            return [entry.tool for entry in self.listed_for(tenant)]
+        pinned = [t for t in self.listed if t.name in self.pinned and self.entries[t.name].visible_to(tenant)]
+        return [*SEARCH_TOOLS, *pinned]
+
+    def is_search_tool(self, name: str) -> bool:
+        """`find_tools` or `call_tool` of search mode (unless a real tool took the name)."""
+        return self.index is not None and name in (FIND_TOOLS, CALL_TOOL) and name not in self.entries
+
+    def search(self, query: str, limit: int, tenant: str | None) -> list[types.Tool]:
+        """The best `limit` tools for `query` that `tenant` sees (search mode only)."""
+        assert self.index is not None
+        found = [t for t in self.index.search(query, limit * 2) if self.entries[t.name].visible_to(tenant)]
+        return found[:limit]
+
+    def unavailable(self, name: str) -> str | None:
+        """Why the backend a name points at (`backend__tool`, `backend/tool`) has no tools, if it has none."""
+        parts = split_tool_ref(name)
+        separator = self.separator
+        prefix = parts[0] if parts else name.split(separator, 1)[0] if separator in name else None
+        if not prefix:
+            return None
+        backend = self.backends.get(prefix)
+        if backend is not None and backend.status != "connected":
+            why = f": {backend.last_error}" if backend.last_error else ""
+            return f"backend {prefix!r} is not connected ({backend.status}{why})"
+        if prefix in self.disabled:
+            return f"backend {prefix!r} is disabled in the config"
+        return None
+
     # -- building ----------------------------------------------------------
 
     @classmethod
@@ -116,17 +198,19 @@ class Catalog:
         backends: Sequence[Backend],
         definitions: Sequence[Any] = (),
         *,
-        strict: bool = False,
+        owners: Mapping[str, str | None] | None = None,
     ) -> Catalog:
         """Assemble a snapshot from connected backends and composite definitions.
 
-        `strict` (used by `toolweave validate --connect`) makes every composite
-        problem an issue; at serve time such composites are only `degraded`.
+        `owners` maps a definition's name to the tenant that owns it (API-defined
+        composites); definitions not named there are shared.
         """
         catalog = cls(config.gateway.separator)
+        catalog.backends = {backend.name: backend for backend in backends}
+        catalog.disabled = frozenset(b.name for b in config.backends if not b.enabled)
         for backend in backends:
             catalog._add_backend(backend)
-        catalog._add_composites(definitions, config.gateway.max_depth)
+        catalog._add_composites(definitions, owners or {})
         catalog._finish(config)
         return catalog
 
@@ -155,6 +239,7 @@ class Catalog:
                     timeout=override.timeout if override and override.timeout is not None else None,
                     max_concurrency=override.max_concurrency if override else None,
                     secrets=secret_fields(tool.input_schema),
+                    owner=backend.owner,
                 )
                 if self._insert(entry, f"backend {backend.name!r} tool {tool.name!r}"):
                     created.append(entry)
@@ -174,7 +259,9 @@ class Catalog:
                     close = difflib.get_close_matches(name, known, n=1)
                     hint = f"; did you mean {close[0]!r}?" if close else ""
                     self.issues.append(
-                        CatalogIssue(backend.name, f"tools.{name}: the backend has no tool {name!r}{hint}")
+                        CatalogIssue(
+                            backend.name, Problem(f"tools.{name}", f"the backend has no tool {name!r}{hint}")
+                        )
                     )
 
     def _exposed_name(self, config: BackendConfig, tool_name: str) -> str:
@@ -186,17 +273,18 @@ class Catalog:
             self.issues.append(
                 CatalogIssue(
                     entry.name,
-                    f"name conflict: {origin} and {_origin(existing)} are both exposed as {entry.name!r}; "
-                    "rename one with an alias, or enable namespacing",
+                    Problem(
+                        "",
+                        f"name conflict: {origin} and {_origin(existing)} are both exposed as {entry.name!r}; "
+                        "rename one with an alias, or enable namespacing",
+                    ),
                 )
             )
             return False
         self.entries[entry.name] = entry
         return True
 
-    def _add_composites(self, definitions: Sequence[Any], max_depth: int) -> None:
-        from toolweave.composite import build_composite
-
+    def _add_composites(self, definitions: Sequence[Any], owners: Mapping[str, str | None]) -> None:
         pending = list(definitions)
         names = {d.name for d in pending}
         progress = True
@@ -208,13 +296,11 @@ class Catalog:
                     continue
                 pending.remove(definition)
                 progress = True
-                self._build_one(definition, build_composite)
+                self._build_one(definition, owners.get(definition.name))
         self._degrade_unbuildable(pending, names)
 
     def _degrade_unbuildable(self, pending: list[Any], names: set[str]) -> None:
         """Composites left unbuilt call each other in a cycle, or call one that failed to build."""
-        from toolweave.composite.workflow.graph import find_composite_cycles, format_cycle
-
         edges = {d.name: frozenset(_composite_dependencies(d) & names) for d in pending}
         in_cycle: dict[str, str] = {}
         for cycle in find_composite_cycles(edges):
@@ -226,17 +312,17 @@ class Catalog:
             else:
                 blocked = sorted(n for n in edges[definition.name] if n not in self.entries)
                 problem = f"calls composites that could not be built: {', '.join(blocked)}"
-            self._degrade(definition.name, [problem])
+            self._degrade(definition.name, [Problem("", problem)])
 
-    def _build_one(self, definition: Any, build_composite: Any) -> None:
+    def _build_one(self, definition: Any, owner: str | None) -> None:
         try:
-            composite = build_composite(definition, self)
+            composite = composites.build_composite(definition, self)
         except BuildError as error:
-            self._degrade(definition.name, [f"{path}: {msg}" if path else msg for path, msg in error.issues])
+            self._degrade(definition.name, error.issues)
             return
         except Exception as error:
             logger.exception("building composite %s failed", definition.name)
-            self._degrade(definition.name, [f"cannot build: {error}"])
+            self._degrade(definition.name, [Problem("", f"cannot build: {error}")])
             return
         entry = Entry(
             name=composite.name,
@@ -244,19 +330,21 @@ class Catalog:
             composite=composite,
             tool_class="composite",
             secrets=secret_fields(composite.tool.input_schema),
+            owner=owner,
         )
         if self._insert(entry, f"composite tool {composite.name!r}"):
             for reference in composite.references:
                 target = self.lookup(reference)
                 self.used_in.setdefault(target.name if target else reference, []).append(composite.name)
 
-    def _degrade(self, name: str, problems: list[str]) -> None:
-        self.degraded[name] = problems
+    def _degrade(self, name: str, problems: list[Problem]) -> None:
+        self.degraded[name] = list(problems)
         for problem in problems:
             self.issues.append(CatalogIssue(name, problem))
 
     def _finish(self, config: Config) -> None:
         self.listed = [entry.tool for entry in self.visible()]
+        self.pinned = frozenset(config.gateway.pinned)
         if config.gateway.tool_exposure == "search":
             self.index = ToolIndex(self.listed)
 
@@ -305,18 +393,4 @@ def _composite_dependencies(definition: Any) -> set[str]:
     operations all count: a fan-out or router may call a workflow declared
     after it, and a cycle through any of them must be found and named.
     """
-    steps = getattr(definition, "steps", None) or []
-    names: set[str] = set()
-    for step in steps:
-        for candidate in (getattr(step, "tool", None), getattr(getattr(step, "step", None), "tool", None)):
-            if isinstance(candidate, str) and split_tool_ref(candidate) is None:
-                names.add(candidate)
-        if isinstance(step, Mapping) and isinstance(step.get("tool"), str):
-            names.add(step["tool"])
-    targets = definition.all_targets() if callable(getattr(definition, "all_targets", None)) else []
-    operations = getattr(definition, "operations", None) or []
-    for item in [*targets, *operations]:
-        candidate = getattr(item, "tool", None)
-        if isinstance(candidate, str) and split_tool_ref(candidate) is None:
-            names.add(candidate)
-    return names
+    return {ref.tool for ref in tool_references(definition) if split_tool_ref(ref.tool) is None}

@@ -1,4 +1,5 @@
-"""Search mode: `find_tools` ranks the catalog by BM25 over names, descriptions and parameter names."""
+"""Search mode: clients list `find_tools` and `call_tool` (plus the pinned tools) instead of the
+whole catalog; `find_tools` ranks the catalog by BM25 over names, descriptions and parameter names."""
 
 from __future__ import annotations
 
@@ -8,6 +9,38 @@ from collections import Counter
 from collections.abc import Sequence
 
 import mcp_types as types
+
+FIND_TOOLS = "find_tools"
+CALL_TOOL = "call_tool"
+
+SEARCH_TOOLS = [
+    types.Tool(
+        name=FIND_TOOLS,
+        description=(
+            "Find tools by what they do. Returns the best matching tools with their input schemas; "
+            "call one with call_tool."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do, in a few words"},
+                "limit": {"type": "integer", "minimum": 1, "default": 10},
+            },
+            "required": ["query"],
+        },
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name=CALL_TOOL,
+        description="Call a tool found with find_tools, by its name, with its arguments.",
+        input_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+            "required": ["name"],
+        },
+    ),
+]
+"""What a client lists in search mode (before the pinned tools)."""
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 K1, B = 1.2, 0.75

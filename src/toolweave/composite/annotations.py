@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import mcp_types as types
 
 from toolweave.composite.base import BuildError, ResolvedTool
-from toolweave.config.composite_base import AnnotationsDef
+from toolweave.composite.definition import AnnotationsDef
 
 
 @dataclass(frozen=True, slots=True)

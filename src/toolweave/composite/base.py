@@ -9,12 +9,13 @@ client's call.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
+from toolweave.problems import Problem, as_problems
 from toolweave.runs import RunRecord, RunStore
 
 CallFn = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -78,11 +79,12 @@ class RunContext:
 
 
 class BuildError(Exception):
-    """A definition that cannot be built against the current catalog. `issues` are (path, message)."""
+    """A definition that cannot be built against the current catalog; `issues` has every problem,
+    paths relative to the definition."""
 
-    def __init__(self, issues: list[tuple[str, str]]) -> None:
-        self.issues = issues
-        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in issues))
+    def __init__(self, issues: Sequence[Problem | tuple[str, str]]) -> None:
+        self.issues = as_problems(issues)
+        super().__init__("; ".join(str(problem) for problem in self.issues))
 
 
 class Composite(Protocol):

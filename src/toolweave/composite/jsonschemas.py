@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import jsonschema
-from jsonschema.protocols import Validator
-
+from toolweave.schemas import schema_error
 from toolweave.templates import copy_json
 
 DEFINITION_KEYS: Final = ("$defs", "definitions")
@@ -93,15 +91,11 @@ def merge_definitions(
     return {key: value for key, value in merged.items() if value}, problems
 
 
-def make_validator(schema: Mapping[str, Any]) -> Validator | None:
-    """A reusable validator for a tool's input schema; None when the schema itself is invalid.
-
-    A backend with a broken schema still gets called (it validates its own
-    input); we only lose the early, friendlier error.
-    """
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        return None
-    return cls(schema)
+def input_schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why a schema cannot be a tool's input schema, or None."""
+    if schema.get("type") != "object":
+        return "an input schema must have type 'object'"
+    error = schema_error(schema)
+    if error is not None:
+        return f"not a valid JSON Schema: {error.message}"
+    return None

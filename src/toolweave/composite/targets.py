@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
+from toolweave.problems import Problem
 
 BACKEND_ONLY = "routers and fan-outs target backend tools only"
 
@@ -16,13 +17,13 @@ def resolve_targets(references: Sequence[tuple[str, str]], resolver: ToolResolve
     hide inner calls from their annotations and make their results unreadable.
     """
     resolved: list[ResolvedTool] = []
-    issues: list[tuple[str, str]] = []
+    issues: list[Problem] = []
     for path, reference in references:
         found = resolver.resolve(reference)
         if found is None:
-            issues.append((path, f"unknown tool {reference!r}"))
+            issues.append(Problem(path, f"unknown tool {reference!r}"))
         elif found.composite_kind is not None:
-            issues.append((path, f"{reference!r} is a {found.composite_kind}: {BACKEND_ONLY}"))
+            issues.append(Problem(path, f"{reference!r} is a {found.composite_kind}: {BACKEND_ONLY}"))
         else:
             resolved.append(found)
     if issues:

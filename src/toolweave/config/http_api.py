@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from toolweave.config._base import EXPOSED_NAME_RE, StrictModel
+from toolweave.fields import EXPOSED_NAME_RE, StrictModel
 
 HTTP_METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
 CREDENTIAL_FIELDS: dict[str, tuple[str, ...]] = {

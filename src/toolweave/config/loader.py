@@ -12,20 +12,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from toolweave.config._base import split_tool_ref
-from toolweave.config.errors import ConfigError, ConfigIssue, issues_from_validation, join_path
-from toolweave.config.fanout import FanoutDef
+from toolweave.composite.kinds import parse_composite, tool_references
 from toolweave.config.models import BackendConfig, Config
-from toolweave.config.router import RouterDef
-from toolweave.config.workflow import WorkflowDef
+from toolweave.fields import split_tool_ref
+from toolweave.problems import ConfigError, Problem, join_path, problems_from_validation
 
 DEFAULT_CONFIG_NAME = "toolweave.toml"
-COMPOSITE_MODELS: dict[str, type[BaseModel]] = {
-    "fanout": FanoutDef,
-    "router": RouterDef,
-    "workflow": WorkflowDef,
-}
-TOOLHIVE_KIND = "VirtualMCPCompositeToolDefinition"
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -37,12 +29,12 @@ def default_config_path() -> Path:
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Load and validate a config file; raise ConfigError listing every problem."""
     file = Path(path) if path is not None else default_config_path()
-    issues: list[ConfigIssue] = []
-    raw = _read_document(file, issues)
+    issues: list[Problem] = []
+    raw = read_document(file, issues)
     if raw is None:
         raise ConfigError(issues, str(file))
     if not isinstance(raw, Mapping):
-        raise ConfigError([ConfigIssue("", "the config must be a table/mapping at the top level")], str(file))
+        raise ConfigError([Problem("", "the config must be a table/mapping at the top level")], str(file))
     config = parse_config(raw, base_dir=file.parent, source=str(file), issues=issues)
     if issues or config is None:
         raise ConfigError(issues, str(file))
@@ -54,7 +46,7 @@ def parse_config(
     *,
     base_dir: Path = Path("."),
     source: str | None = None,
-    issues: list[ConfigIssue] | None = None,
+    issues: list[Problem] | None = None,
 ) -> Config | None:
     """Validate an already-parsed document. Problems are appended to `issues`."""
     own_issues = issues if issues is not None else []
@@ -63,7 +55,7 @@ def parse_config(
     try:
         config = Config.model_validate({**data, "source": source})
     except ValidationError as error:
-        own_issues.extend(issues_from_validation(error))
+        own_issues.extend(problems_from_validation(error))
         config = None
     paths: list[str] = []
     composites = load_composites(composite_raw, base_dir, own_issues, paths)
@@ -96,11 +88,11 @@ def _documents_from(backends: list[BackendConfig], base_dir: Path) -> list[Backe
 
 
 def load_composites(
-    entries: Any, base_dir: Path, issues: list[ConfigIssue], paths: list[str] | None = None
+    entries: Any, base_dir: Path, issues: list[Problem], paths: list[str] | None = None
 ) -> list[BaseModel]:
     """Validate composite definitions; `paths`, when given, receives each returned model's config path."""
     if not isinstance(entries, list):
-        issues.append(ConfigIssue("composite_tools", "must be a list of composite tool definitions"))
+        issues.append(Problem("composite_tools", "must be a list of composite tool definitions"))
         return []
     out: list[BaseModel] = []
     for index, entry in enumerate(entries):
@@ -117,18 +109,18 @@ def load_composites(
 
 
 def _load_composite_file(
-    file_value: Any, base_dir: Path, path: str, issues: list[ConfigIssue], paths: list[str] | None = None
+    file_value: Any, base_dir: Path, path: str, issues: list[Problem], paths: list[str] | None = None
 ) -> list[BaseModel]:
     if not isinstance(file_value, str) or not file_value:
-        issues.append(ConfigIssue(join_path(path, "file"), "must be a path to a YAML file"))
+        issues.append(Problem(join_path(path, "file"), "must be a path to a YAML file"))
         return []
     file = Path(file_value)
     if not file.is_absolute():
         file = base_dir / file
-    file_issues: list[ConfigIssue] = []
+    file_issues: list[Problem] = []
     docs = _read_all_documents(file, file_issues)
     for issue in file_issues:
-        issues.append(ConfigIssue(join_path(path, "file"), f"{file}: {issue.message}"))
+        issues.append(Problem(join_path(path, "file"), f"{file}: {issue.message}"))
     out: list[BaseModel] = []
     for doc_index, doc in enumerate(docs):
         items = doc.get("composite_tools", doc) if isinstance(doc, Mapping) else doc
@@ -145,56 +137,7 @@ def _load_composite_file(
     return out
 
 
-def infer_kind(entry: Mapping[str, Any]) -> str | None:
-    """`kind` if given, else from the fields: tools/targets → fanout, operations → router, steps → workflow."""
-    kind = entry.get("kind")
-    if isinstance(kind, str):
-        return kind
-    if "operations" in entry:
-        return "router"
-    if "steps" in entry:
-        return "workflow"
-    if "tools" in entry or "targets" in entry:
-        return "fanout"
-    return None
-
-
-def parse_composite(entry: Any, path: str, issues: list[ConfigIssue]) -> BaseModel | None:
-    """Validate one composite definition (native, or a ToolHive document)."""
-    if not isinstance(entry, Mapping):
-        issues.append(ConfigIssue(path, "a composite tool definition must be a mapping"))
-        return None
-    if entry.get("kind") == TOOLHIVE_KIND:
-        from toolweave.composite.workflow.toolhive import translate_toolhive
-
-        try:
-            entry = translate_toolhive(entry)
-        except ValueError as error:
-            issues.append(ConfigIssue(path, str(error)))
-            return None
-    kind = infer_kind(entry)
-    model_type = COMPOSITE_MODELS.get(kind or "")
-    if model_type is None:
-        known = ", ".join(sorted(COMPOSITE_MODELS))
-        message = (
-            f"unknown kind {kind!r} (known: {known})"
-            if kind
-            else "cannot tell the kind: give 'tools' (fan-out), 'operations' (router) or 'steps' (workflow)"
-        )
-        issues.append(ConfigIssue(join_path(path, "kind"), message))
-        return None
-    try:
-        model = model_type.model_validate({**entry, "kind": kind})
-    except ValidationError as error:
-        issues.extend(issues_from_validation(error, path))
-        return None
-    static = getattr(model, "static_issues", None)
-    if static is not None:
-        issues.extend(ConfigIssue(join_path(path, sub) if sub else path, msg) for sub, msg in static())
-    return model
-
-
-def cross_check(config: Config) -> list[ConfigIssue]:
+def cross_check(config: Config) -> list[Problem]:
     """Problems across sections: duplicate names, references to unknown backends."""
     backends = [(backend.name, backend.namespace) for backend in config.backends]
     paths = [join_path("composite_tools", index) for index in range(len(config.composite_tools))]
@@ -217,16 +160,16 @@ def _raw_backends(data: Mapping[str, Any]) -> tuple[list[tuple[Any, bool]], str]
 
 def _cross_check(
     backends: list[tuple[Any, bool]], separator: str, composites: list[Any], paths: list[str]
-) -> list[ConfigIssue]:
+) -> list[Problem]:
     """`paths[i]` is where `composites[i]` is in the file (invalid definitions are not in `composites`)."""
-    issues: list[ConfigIssue] = []
+    issues: list[Problem] = []
     seen: dict[str, int] = {}
     for index, (name, _namespace) in enumerate(backends):
         if not isinstance(name, str):
             continue
         if name in seen:
             issues.append(
-                ConfigIssue(
+                Problem(
                     join_path("backends", index, "name"),
                     f"duplicate backend name {name!r} (also backends[{seen[name]}])",
                 )
@@ -237,7 +180,7 @@ def _cross_check(
         name = composite.name  # type: ignore[attr-defined]
         if name in names:
             issues.append(
-                ConfigIssue(
+                Problem(
                     join_path(path, "name"), f"duplicate composite tool name {name!r} (also {names[name]})"
                 )
             )
@@ -246,7 +189,7 @@ def _cross_check(
     prefixes = tuple(f"{name}{separator}" for name in known)
     bare_names = any(not namespace for _name, namespace in backends)
     for path, composite in zip(paths, composites, strict=True):
-        for where, reference in _tool_references(composite):
+        for where, reference in tool_references(composite):
             parts = split_tool_ref(reference) if "{{" not in reference else None
             if parts is None or parts[0] in seen:
                 continue
@@ -254,7 +197,7 @@ def _cross_check(
             dotted_exposed = "/" not in reference and (bare_names or reference.startswith(prefixes))
             if not dotted_exposed:
                 issues.append(
-                    ConfigIssue(
+                    Problem(
                         join_path(path, where),
                         f"{reference!r} names unknown backend {parts[0]!r} "
                         f"(known backends: {', '.join(known) or 'none'})",
@@ -263,59 +206,42 @@ def _cross_check(
     return issues
 
 
-def _tool_references(composite: Any) -> list[tuple[str, str]]:
-    """(relative path, `backend/tool` or exposed name) of every tool a composite definition calls."""
-    found: list[tuple[str, str]] = []
-    for index, tool in enumerate(getattr(composite, "tools", None) or []):
-        if isinstance(tool, str):
-            found.append((f"tools[{index}]", tool))
-    for field in ("targets", "operations", "steps"):
-        for index, item in enumerate(getattr(composite, field, None) or []):
-            tool = getattr(item, "tool", None)
-            if isinstance(tool, str):
-                found.append((f"{field}[{index}].tool", tool))
-            inner = getattr(getattr(item, "step", None), "tool", None)
-            if isinstance(inner, str):
-                found.append((f"{field}[{index}].step.tool", inner))
-    return found
-
-
 # -- documents ---------------------------------------------------------------
 
 
-def _read_document(file: Path, issues: list[ConfigIssue]) -> Any:
+def read_document(file: Path, issues: list[Problem]) -> Any:
     docs = _read_all_documents(file, issues)
     if not docs:
         return None if issues else {}
     if len(docs) > 1:
-        issues.append(ConfigIssue("", f"{file} holds {len(docs)} YAML documents; a config holds one"))
+        issues.append(Problem("", f"{file} holds {len(docs)} YAML documents; a config holds one"))
         return None
     return docs[0]
 
 
-def _read_all_documents(file: Path, issues: list[ConfigIssue]) -> list[Any]:
+def _read_all_documents(file: Path, issues: list[Problem]) -> list[Any]:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        issues.append(ConfigIssue("", f"config file not found: {file}"))
+        issues.append(Problem("", f"config file not found: {file}"))
         return []
     except (OSError, UnicodeDecodeError) as error:
-        issues.append(ConfigIssue("", f"cannot read {file}: {error}"))
+        issues.append(Problem("", f"cannot read {file}: {error}"))
         return []
     if file.suffix.lower() == ".toml":
         try:
             return [tomllib.loads(text)]
         except tomllib.TOMLDecodeError as error:
-            issues.append(ConfigIssue("", f"invalid TOML in {file}: {error}"))
+            issues.append(Problem("", f"invalid TOML in {file}: {error}"))
             return []
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:
-        issues.append(ConfigIssue("", f"invalid YAML in {file}: {error}"))
+        issues.append(Problem("", f"invalid YAML in {file}: {error}"))
         return []
 
 
-def expand_env(value: Any, path: str, issues: list[ConfigIssue]) -> Any:
+def expand_env(value: Any, path: str, issues: list[Problem]) -> Any:
     """Expand `${VAR}` and `${VAR:-default}` in every string; an unset VAR without default is an issue."""
     if isinstance(value, str):
         if "${" not in value:
@@ -328,9 +254,7 @@ def expand_env(value: Any, path: str, issues: list[ConfigIssue]) -> Any:
                 return found
             if default is not None:
                 return default
-            issues.append(
-                ConfigIssue(path, f"environment variable {name} is not set (use ${{{name}:-default}})")
-            )
+            issues.append(Problem(path, f"environment variable {name} is not set (use ${{{name}:-default}})"))
             return ""
 
         return _ENV_RE.sub(replace, value)

@@ -6,12 +6,24 @@ Composite tool definitions have their own modules (`fanout`, `router`,
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from toolweave.config._base import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, Pattern, StrictModel
 from toolweave.config.http_api import HttpAction, HttpAuth, check_filter
+from toolweave.config.patterns import pattern_problem
+from toolweave.fields import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, StrictModel
+
+
+def _check_pattern(value: str) -> str:
+    problem = pattern_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Pattern = Annotated[str, AfterValidator(_check_pattern)]
+"""A name pattern (shell glob, or `re:` + RE2 regex), checked when the config is loaded."""
 
 
 class GatewayConfig(StrictModel):

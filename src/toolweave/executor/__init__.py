@@ -1,7 +1,21 @@
-"""The executor: one admission-controlled path for every call (policy, approval, pools, batch)."""
+"""The executor: one admission-controlled path for every call (policy, validation, approval,
+admission pools per session, run records, batches)."""
 
-from toolweave.executor.admission import Pools
-from toolweave.executor.executor import BatchCall, Session, ToolExecutor
+from toolweave.executor.admission import Admission, Pools
+from toolweave.executor.executor import ToolExecutor
 from toolweave.executor.policy import Policy
+from toolweave.executor.registry import BackendResolver, CallObserver, Limits, Registry
+from toolweave.executor.session import BatchCall, Session
 
-__all__ = ["BatchCall", "Policy", "Pools", "Session", "ToolExecutor"]
+__all__ = [
+    "Admission",
+    "BackendResolver",
+    "BatchCall",
+    "CallObserver",
+    "Limits",
+    "Policy",
+    "Pools",
+    "Registry",
+    "Session",
+    "ToolExecutor",
+]

@@ -1,12 +1,14 @@
-"""Who may call what: allow/deny patterns, globally and per tenant or API key scope."""
+"""Who may call what: the `tools:call` scope, then allow/deny patterns, globally and per tenant or
+API key scope. The first stage of every call, inner calls of composites included."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from toolweave.catalog.patterns import PatternSet
 from toolweave.config.models import PolicyConfig
+from toolweave.config.patterns import PatternSet
+from toolweave.executor.session import CALL_SCOPE, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,14 @@ class Policy:
         self.approve_destructive = config.approve_destructive
         self.is_open = not (self._allow or self._deny or self._rules)
 
+    def call_denial(self, name: str, session: Session) -> str | None:
+        """Why `session` may not call `name` (its scopes, then the patterns), or None when it may."""
+        if CALL_SCOPE not in session.scopes:
+            return f"calling {name!r} needs the {CALL_SCOPE} scope"
+        if self.is_open:
+            return None
+        return self.denial(name, session.tenant, session.scopes)
+
     def denial(self, name: str, tenant: str | None = None, scopes: Collection[str] = ()) -> str | None:
         """Why `name` may not be called, or None when it may."""
         if self.is_open:
@@ -60,3 +70,8 @@ class Policy:
             if rule.allow and not rule.allow.matches(name):
                 return f"tool {name!r} is not allowed for {who} by the gateway policy"
         return None
+
+
+def lacks_call_scope(session: Session) -> bool:
+    """The scope check of a front that must refuse before it calls at all (an MCP protocol error)."""
+    return CALL_SCOPE not in session.scopes

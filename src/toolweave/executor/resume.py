@@ -36,24 +36,24 @@ import mcp_types as types
 
 from toolweave.catalog.catalog import Entry
 from toolweave.composite.annotations import effective_hints
-from toolweave.executor.executor import ToolExecutor, resuming
+from toolweave.executor.executor import ToolExecutor
+from toolweave.executor.recording import resuming
+from toolweave.problems import Problem, as_problems
 from toolweave.runs import RunRecord, RunStore
-
-REDACTED = "[redacted]"
-"""What run records keep instead of a secret argument (`toolweave.catalog.validation.redact`)."""
+from toolweave.secrets import REDACTED
 
 
 class ResumeError(Exception):
     """Why a run cannot be resumed. `status` and `code` are the REST API's; `problems` are (path, message)."""
 
     def __init__(
-        self, status: int, code: str, message: str, problems: Sequence[tuple[str, str]] = ()
+        self, status: int, code: str, message: str, problems: Sequence[Problem | tuple[str, str]] = ()
     ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
-        self.problems = list(problems)
+        self.problems = as_problems(problems)
 
 
 async def resume_run(
@@ -64,12 +64,12 @@ async def resume_run(
     Raises ResumeError (404 unknown or another tenant's run, 409 not interrupted, already
     claimed or not resumable, 422 missing secrets or bad arguments) before anything runs.
     """
-    gateway = executor.gateway
-    runs = gateway.runs
+    registry = executor.registry
+    runs = registry.runs
     tenant = executor.session.tenant
     record = await interrupted_run(runs, run_id, tenant)
     if record.tenant != tenant:  # the operator (no tenant) resumes a tenant's run as that tenant
-        executor = ToolExecutor(gateway, dataclasses.replace(executor.session, tenant=record.tenant))
+        executor = ToolExecutor(registry, dataclasses.replace(executor.session, tenant=record.tenant))
     entry = _entry(executor, record)
     supplied = _check_supplied(arguments)
     merged = _arguments(entry, record, supplied)
@@ -81,12 +81,11 @@ async def resume_run(
             f"the arguments of run {run_id!r} are not valid for {entry.name!r} any more; nothing was resumed",
             [("arguments", problem) for problem in problems],
         )
-    claim = getattr(runs, "claim", None)
-    if claim is None:
+    if not runs.durable:
         raise ResumeError(
             409, "not_resumable", "this gateway keeps runs in memory; only a database can resume them"
         )
-    claimed: RunRecord | None = await claim(run_id, record.tenant)
+    claimed = await runs.claim(run_id, record.tenant)
     if claimed is None:
         raise ResumeError(
             409, "already_claimed", f"run {run_id!r} was resumed by another request or gateway just now"
@@ -138,9 +137,9 @@ def _not_interrupted(record: RunRecord) -> str:
 def _entry(executor: ToolExecutor, record: RunRecord) -> Entry:
     """The run's tool as the caller sees it now; a workflow must still be a workflow, and other
     kinds are only run again when calling their tool twice is harmless."""
-    entry = executor.gateway.catalog.get(record.tool)
-    owner = executor.gateway.owner_of(record.tool)
-    if entry is None or entry.hidden or owner not in (None, executor.session.tenant):
+    registry = executor.registry
+    entry = registry.catalog.get(record.tool)
+    if entry is None or not entry.listed_to(executor.session.tenant):
         raise ResumeError(
             409, "not_served", f"run {record.id!r} called {record.tool!r}, which is not served any more"
         )
@@ -151,7 +150,7 @@ def _entry(executor: ToolExecutor, record: RunRecord) -> Entry:
             "not_resumable",
             f"run {record.id!r} was a {record.kind} run, but {record.tool!r} is now a {kind}; it cannot be resumed",
         )
-    if kind == "direct" and not executor.gateway.config.gateway.record_direct_calls:
+    if kind == "direct" and not registry.limits.record_direct_calls:
         raise ResumeError(
             409,
             "not_resumable",

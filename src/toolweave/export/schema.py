@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from toolweave.secrets import is_secret_schema
+
 SECRET_VALUE_KEYWORDS: Final = frozenset({"default", "examples", "example", "const", "enum"})
 """Keywords dropped from a secret (`writeOnly` / `format: password`) schema."""
 
@@ -107,13 +109,8 @@ def parameters_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
     return _schema(root)
 
 
-def is_secret(schema: Mapping[str, Any]) -> bool:
-    """The same rule as the run records' redaction: `writeOnly: true` or `format: password`."""
-    return schema.get("writeOnly") is True or schema.get("format") == "password"
-
-
 def _schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    secret = is_secret(schema)
+    secret = is_secret_schema(schema)
     copied: dict[str, Any] = {}
     for keyword in sorted(schema, key=_keyword_key):
         if secret and keyword in SECRET_VALUE_KEYWORDS:

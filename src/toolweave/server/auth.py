@@ -2,39 +2,29 @@
 
 The caller's identity becomes a `Session(tenant, scopes)` in
 `scope["toolweave.session"]`, where the MCP front and the REST API read it.
-
-Hot path: every MCP message is an HTTP request, so a key is verified
-against the database once and then served from a small in-process cache
-keyed by the key's SHA-256 (the plaintext is never kept), for
-`CACHE_SECONDS`. Revoking a key in this process (`KeyCache.forget_key`)
-takes effect at once; a key revoked elsewhere (the CLI, another gateway)
-stops working within `CACHE_SECONDS`.
+Keys are verified through `toolweave.services.keys.KeyCache` (every MCP
+message is an HTTP request, so the database is asked once per key and a
+short while).
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
-import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import orjson
 
-from toolweave.executor.executor import Session
-from toolweave.server.mcp_front import SESSION_SCOPE_KEY
-from toolweave.store import ApiKeyInfo, KeyRepository
+from toolweave.executor.session import ALL_SCOPES, Session
+from toolweave.server.mcp.front import SESSION_SCOPE_KEY
+from toolweave.services.keys import KeyCache
+from toolweave.store import ApiKeyInfo
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-ALL_SCOPES = frozenset({"tools:read", "tools:call", "tools:admin"})
-CACHE_SECONDS = 10.0
-"""How long a verified (or rejected) key is trusted without asking the database again."""
-CACHE_SIZE = 4096
 PROTECTED_PREFIXES = ("/mcp", "/api/v1")
 METRICS_PATH = "/metrics"
 
@@ -42,38 +32,6 @@ METRICS_PATH = "/metrics"
 def local_session() -> Session:
     """Who calls when auth is off: the operator, with every scope and no tenant."""
     return Session(tenant=None, scopes=ALL_SCOPES, label="local")
-
-
-class KeyCache:
-    """Verified keys by SHA-256, briefly; failures are cached too so a bad key cannot hammer the database."""
-
-    def __init__(self, keys: KeyRepository, ttl: float = CACHE_SECONDS, size: int = CACHE_SIZE) -> None:
-        self._keys = keys
-        self._ttl = ttl
-        self._size = size
-        self._entries: OrderedDict[str, tuple[float, ApiKeyInfo | None]] = OrderedDict()
-
-    async def verify(self, plaintext: str) -> ApiKeyInfo | None:
-        digest = hashlib.sha256(plaintext.encode()).hexdigest()
-        now = time.monotonic()
-        found = self._entries.get(digest)
-        if found is not None and found[0] > now:
-            return found[1]
-        info = await self._keys.verify(plaintext)
-        self._entries[digest] = (now + self._ttl, info)
-        self._entries.move_to_end(digest)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
-        return info
-
-    def forget_key(self, key_id: str) -> None:
-        """Drop a key (revoked in this process) so its next request is checked again."""
-        for digest, (_expiry, info) in list(self._entries.items()):
-            if info is not None and info.id == key_id:
-                self._entries.pop(digest, None)
-
-    def clear(self) -> None:
-        self._entries.clear()
 
 
 def session_for(info: ApiKeyInfo) -> Session:

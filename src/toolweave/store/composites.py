@@ -23,8 +23,9 @@ from sqlalchemy import ColumnElement, Row, Select, and_, case, or_, select, upda
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from toolweave.config._base import EXPOSED_NAME_RE
-from toolweave.config.loader import TOOLHIVE_KIND, infer_kind
+from toolweave.composite.kinds import infer_kind
+from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
+from toolweave.fields import EXPOSED_NAME_RE
 from toolweave.store._sql import check_tenant, ensure_tenant, is_unique_violation, lock_name, require_json
 from toolweave.store.database import Database
 from toolweave.store.errors import Conflict, Forbidden, NotFound

@@ -18,7 +18,7 @@ import orjson
 from sqlalchemy import ColumnElement, and_, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from toolweave.config._base import BACKEND_NAME_RE
+from toolweave.fields import BACKEND_NAME_RE
 from toolweave.store._sql import check_tenant, ensure_tenant, lock_name
 from toolweave.store.crypto import SecretBox, SecretDict
 from toolweave.store.database import Database

@@ -135,6 +135,9 @@ async def _steps_by_run(conn: AsyncConnection, run_ids: Iterable[str]) -> dict[s
 class SqlRunStore:
     """Implements `toolweave.runs.RunStore`; tenant filtering mirrors `MemoryRunStore` exactly."""
 
+    write_behind = True
+    durable = True
+
     def __init__(
         self,
         db: Database,

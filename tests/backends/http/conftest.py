@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tw_testing import api_testserver
+from support.processes import api_testserver
 
 
 @pytest.fixture(scope="session")

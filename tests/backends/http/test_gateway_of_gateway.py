@@ -13,17 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tw_testing import (
-    TOOLWEAVE,
-    OpenGateway,
-    config,
-    free_port,
-    python_backend,
-    stop_process,
-    subprocess_env,
-    text,
-    wait_for_port,
-)
+from support.configs import config, python_backend
+from support.fixtures import OpenGateway
+from support.paths import TOOLWEAVE
+from support.processes import free_port, stop_process, subprocess_env, wait_for_port
+from support.results import text
 
 TOOLS = ["call_tool_*", "list_ai_tools_*", "invoke_*"]
 

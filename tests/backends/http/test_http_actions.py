@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from support.configs import config
+from support.fixtures import OpenGateway
+from support.results import text
 from toolweave.config import ConfigError, parse_config
-from tw_testing import OpenGateway, config, text
 
 
 def actions_backend(api_url: str, actions: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -9,9 +9,11 @@ from typing import Any
 import httpx2
 import pytest
 
+from support.configs import config, openapi_backend
+from support.fixtures import OpenGateway
+from support.results import text
 from toolweave.backends.http import HttpApiBackend
 from toolweave.config import ConfigError, parse_config
-from tw_testing import OpenGateway, config, openapi_backend, text
 
 API_KEY = "k-123456789"
 BEARER = "b-abcdefgh"

@@ -15,9 +15,12 @@ import httpx2
 import mcp_types as types
 import pytest
 
+from support.configs import config, openapi_backend
+from support.fixtures import OpenGateway
+from support.processes import free_port
+from support.results import text
 from toolweave import Gateway
 from toolweave.backends.http import HttpApiBackend
-from tw_testing import OpenGateway, config, free_port, openapi_backend, text
 
 
 async def api_gateway(open_gateway: OpenGateway, api_url: str, **extra: Any) -> Gateway:
@@ -318,7 +321,7 @@ async def test_an_unreachable_document_fails_the_backend_then_recovers(
     )
     result = await gw.call("later__getPet", {"id": 1})
     assert result.is_error
-    from tw_testing import api_testserver, wait_until
+    from support.processes import api_testserver, wait_until
 
     with api_testserver(port):
         await wait_until(lambda: backend.status == "connected", timeout=10, what="the backend to load")

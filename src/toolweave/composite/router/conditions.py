@@ -34,7 +34,7 @@ from typing import Any, Final, Protocol
 
 import re2
 
-from toolweave.config.router import COMPARE_TYPES, Condition, re2_options
+from toolweave.composite.router.config import COMPARE_TYPES, Condition, re2_options
 
 _MISSING: Final = object()
 """A field absent from the arguments (distinct from a present null)."""

@@ -35,7 +35,7 @@ from toolweave.composite.jsonschemas import (
     type_names,
     type_value,
 )
-from toolweave.config.router import SELECTOR_PARAM
+from toolweave.composite.router.config import SELECTOR_PARAM
 from toolweave.export.describe import ParamUsage
 from toolweave.templates import copy_json
 

@@ -14,11 +14,11 @@ from typing import Any
 import mcp_types as types
 
 from toolweave.composite.base import ResolvedTool, RunContext, ToolResolver
+from toolweave.composite.workflow.config import WorkflowDef
 from toolweave.composite.workflow.engine import WorkflowRun
 from toolweave.composite.workflow.graph import find_composite_cycles, find_cycles, format_cycle
 from toolweave.composite.workflow.plan import WorkflowPlan, compile_plan
 from toolweave.composite.workflow.toolhive import translate_toolhive
-from toolweave.config.workflow import WorkflowDef
 
 
 class WorkflowComposite:

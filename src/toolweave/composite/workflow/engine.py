@@ -57,7 +57,8 @@ from toolweave.composite.workflow.steps import (
 )
 from toolweave.results import error_result, json_text, ok_result, text
 from toolweave.runs import StepRecord
-from toolweave.templates import TemplateError, copy_json, redact, secret_values
+from toolweave.secrets import redact_text, secret_values
+from toolweave.templates import TemplateError, copy_json
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ class WorkflowRun:
             logger.exception("workflow %s: step %s crashed", self.plan.name, step.id)
             outcome = failed(f"internal error: {type(error).__name__}: {error}")
         if outcome.error:
-            outcome.error = redact(outcome.error, self.secrets)
+            outcome.error = redact_text(outcome.error, self.secrets)
         if outcome.status == "failed" and step.action == "continue":
             outcome.output = default_output(step)
             outcome.reason = "continue"
@@ -278,9 +279,8 @@ class WorkflowRun:
                 logger.warning("workflow %s: progress notification failed", self.plan.name, exc_info=True)
         if ctx.runs is not None and ctx.run_id is not None:
             try:
-                nowait = getattr(ctx.runs, "checkpoint_nowait", None)  # the SQL store's write-behind
-                if nowait is not None and (step is None or self._not_rerun(step) is None):
-                    nowait(ctx.run_id, record, state={"steps": dict(self.entries)})
+                if ctx.runs.write_behind and (step is None or self._not_rerun(step) is None):
+                    ctx.runs.checkpoint_nowait(ctx.run_id, record, state={"steps": dict(self.entries)})
                 else:
                     await ctx.runs.checkpoint(ctx.run_id, record, state={"steps": dict(self.entries)})
             except Exception:
@@ -296,9 +296,8 @@ class WorkflowRun:
         ctx = self.ctx
         assert ctx.runs is not None and ctx.run_id is not None
         try:
-            nowait = getattr(ctx.runs, "checkpoint_nowait", None)
-            if nowait is not None and self._not_rerun(step) is None:
-                nowait(ctx.run_id, StepRecord(id=step.id, status=RUNNING))
+            if ctx.runs.write_behind and self._not_rerun(step) is None:
+                ctx.runs.checkpoint_nowait(ctx.run_id, StepRecord(id=step.id, status=RUNNING))
             else:
                 await ctx.runs.checkpoint(ctx.run_id, StepRecord(id=step.id, status=RUNNING))
         except Exception:
@@ -375,7 +374,7 @@ class WorkflowRun:
                 return self._success(self.meta(status))
             except OutputError as error:
                 message = f"Workflow '{self.plan.name}' ran, but its output could not be built: {error}"
-                return error_result(redact(message, self.secrets), meta=self.meta("failed"))
+                return error_result(redact_text(message, self.secrets), meta=self.meta("failed"))
         return self._failure(status)
 
     def _success(self, meta: dict[str, Any]) -> types.CallToolResult:
@@ -431,7 +430,7 @@ class WorkflowRun:
 
     def _failure(self, status: str) -> types.CallToolResult:
         message = self._failure_message(status)
-        result = error_result(redact(message, self.secrets), meta=self.meta(status))
+        result = error_result(redact_text(message, self.secrets), meta=self.meta(status))
         if status == "failed" and self.plan.failure_mode == "continue":
             self._append_partial(result)
         return result

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolweave.config.workflow import OutputDef, OutputPropertyDef
+from toolweave.composite.workflow.config import OutputDef, OutputPropertyDef
 from toolweave.templates import CoercionError, TemplateError, ValueTemplate, coerce, compile_value, copy_json
 
 

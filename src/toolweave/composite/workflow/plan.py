@@ -12,23 +12,23 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from toolweave.composite.annotations import effective_hints
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
-from toolweave.composite.workflow.graph import format_cycle
-from toolweave.composite.workflow.output import OutputPlan
-from toolweave.config.workflow import (
+from toolweave.composite.workflow.config import (
     DEFAULT_STEP_TIMEOUT,
     StepDef,
     WorkflowDef,
 )
+from toolweave.composite.workflow.graph import format_cycle
+from toolweave.composite.workflow.output import OutputPlan
+from toolweave.composite.workflow.validation import workflow_problems
+from toolweave.schemas import compile_validator
+from toolweave.secrets import secret_fields
 from toolweave.templates import (
     CompiledTemplate,
     ValueTemplate,
     compile_template,
     compile_value,
-    secret_names,
 )
 
 ELICIT_VALUE_KEY = "value"
@@ -125,7 +125,7 @@ class WorkflowPlan:
 
 def compile_plan(defn: WorkflowDef, resolver: ToolResolver) -> tuple[WorkflowPlan, list[ResolvedTool]]:
     """Resolve and compile; raise BuildError listing every unknown tool or call cycle."""
-    issues = list(defn.static_issues())
+    issues = list(workflow_problems(defn))
     if issues:
         raise BuildError(issues)
     resolved: dict[str, ResolvedTool] = {}
@@ -153,7 +153,7 @@ def compile_plan(defn: WorkflowDef, resolver: ToolResolver) -> tuple[WorkflowPla
         failure_mode=defn.failure_mode,
         max_parallel=defn.max_parallel,
         defaults=_parameter_defaults(defn.parameters),
-        secret_params=secret_names(defn.parameters),
+        secret_params=secret_fields(defn.parameters),
         output=OutputPlan(defn.output) if defn.output is not None else None,
         references=frozenset(tool.name for tool in resolved.values()),
     )
@@ -237,11 +237,13 @@ def _compile_call(step: StepDef, resolved: Mapping[str, ResolvedTool]) -> ToolCa
 
 def _compile_elicit(step: StepDef, timeout: float) -> ElicitPlan:
     schema, wrapped = _elicit_schema(step.request_schema)
+    validator = compile_validator(schema)
+    assert validator is not None, "elicitation schemas are checked when the definition is validated"
     return ElicitPlan(
         message=compile_template(step.message or ""),
         schema=schema,
         wrapped=wrapped,
-        validator=jsonschema.validators.validator_for(schema)(schema),
+        validator=validator,
         on_decline=step.on_decline or "abort",
         on_cancel=step.on_cancel or "abort",
         has_default=step.has_default_response,

@@ -17,7 +17,7 @@ from typing import Any
 
 from toolweave.composite.workflow.gotemplate import GoTemplateError, translate
 
-KIND = "VirtualMCPCompositeToolDefinition"
+TOOLHIVE_KIND = "VirtualMCPCompositeToolDefinition"
 API_GROUP = "toolhive.stacklok.dev/"
 _STEP_TEMPLATE_FIELDS = ("arguments", "condition", "message", "collection")
 
@@ -26,10 +26,10 @@ def translate_toolhive(doc: Mapping[str, Any]) -> dict[str, Any]:
     """A ToolHive document → the native workflow definition; ValueError lists every untranslatable construct."""
     api = doc.get("apiVersion")
     if not isinstance(api, str) or not api.startswith(API_GROUP):
-        raise ValueError(f"apiVersion must be {API_GROUP}<version> for a {KIND} (got {api!r})")
+        raise ValueError(f"apiVersion must be {API_GROUP}<version> for a {TOOLHIVE_KIND} (got {api!r})")
     spec = doc.get("spec")
     if not isinstance(spec, Mapping):
-        raise ValueError(f"a {KIND} needs a 'spec' mapping with the workflow")
+        raise ValueError(f"a {TOOLHIVE_KIND} needs a 'spec' mapping with the workflow")
     errors: list[str] = []
     native: dict[str, Any] = {"kind": "workflow"}
     for key, value in spec.items():

@@ -17,7 +17,7 @@ from toolweave import __version__
 from toolweave.server.api import backends, batch, composites, connections, invoke, runs, tools
 from toolweave.server.api.errors import install_error_handlers
 from toolweave.server.api.models import ErrorResponse
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 
 PREFIX = "/api/v1"
 _ERRORS: dict[int | str, dict[str, Any]] = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from toolweave.executor.executor import Session
+from toolweave.executor import Session
 from toolweave.server.api.deps import READ, require, runtime
 from toolweave.server.api.models import BackendList, BackendOut
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["backends"])
 

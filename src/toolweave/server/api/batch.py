@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from toolweave.executor.executor import BatchCall, Session, ToolExecutor
+from toolweave.executor import BatchCall, Session
 from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, require, runtime
 from toolweave.server.api.models import BatchRequest, BatchResponse, BatchResultItem
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["tools"])
 
@@ -23,7 +23,7 @@ async def batch(
         BatchCall(id=call.id if call.id is not None else str(index), name=call.name, arguments=call.arguments)
         for index, call in enumerate(body.calls)
     ]
-    results = await ToolExecutor(rt.gateway, caller).execute_batch(calls)
+    results = await rt.gateway.executor(caller).execute_batch(calls)
     return BatchResponse(
         results=[
             BatchResultItem(id=call.id, name=call.name, result=present.call_result(result))

@@ -3,7 +3,7 @@
 `{id}` is a composite's id or its name. File-defined composites are listed
 and readable (`source: "file"`, `readOnly: true`); changing them through the
 API is a 409 `read_only` naming the file. Every change is validated before
-anything is stored (see `toolweave.server.definitions`).
+anything is stored (see `toolweave.services.definitions`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Depends, Path, Response
 from pydantic import BaseModel
 
-from toolweave.config.loader import TOOLHIVE_KIND
-from toolweave.executor.executor import Session
+from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
+from toolweave.executor import Session
 from toolweave.export import export_tool
-from toolweave.server import llm
 from toolweave.server.api import present
 from toolweave.server.api.deps import ADMIN, READ, definitions, require
 from toolweave.server.api.errors import ApiError
@@ -31,7 +30,8 @@ from toolweave.server.api.models import (
     VersionList,
     VersionOut,
 )
-from toolweave.server.definitions import DefinitionService, parse_definition
+from toolweave.services import llm
+from toolweave.services.definitions import DefinitionService, parse_definition
 from toolweave.store import NotFound, StoredComposite
 
 router = APIRouter(prefix="/composite-tools", tags=["composite tools"])
@@ -253,7 +253,7 @@ async def export(
     else:
         entry = service.gateway.catalog.get(found.name)  # type: ignore[attr-defined]
         entry = entry if entry is not None and entry.composite is not None else None
-        problems = service.gateway.catalog.degraded.get(found.name, [])  # type: ignore[attr-defined]
+        problems = [str(p) for p in service.gateway.catalog.degraded.get(found.name, [])]  # type: ignore[attr-defined]
     if entry is None:
         raise ApiError(
             409,
@@ -283,7 +283,7 @@ async def regenerate_description(
             422,
             "invalid_definition",
             "the stored definition is invalid",
-            [(p.path, p.message) for p in problems],
+            problems,
         )
     description: str = getattr(model, "description", "") or ""
     draft_model = model.model_copy(update={"description": llm.opening_of(description)})

@@ -12,12 +12,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Response
 
-from toolweave.executor.executor import Session
+from toolweave.executor import Session
+from toolweave.secrets import SCRUBBER
 from toolweave.server.api.deps import ADMIN, READ, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import ConnectionList, ConnectionOut, ConnectionPut
-from toolweave.server.logs import SCRUBBER
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 from toolweave.store import NotFound
 
 router = APIRouter(prefix="/connections", tags=["connections"])

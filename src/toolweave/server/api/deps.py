@@ -10,12 +10,12 @@ from collections.abc import Callable
 
 from fastapi import Request
 
-from toolweave.executor.executor import Session
+from toolweave.executor import Session
 from toolweave.server.api.errors import ApiError
 from toolweave.server.auth import local_session
-from toolweave.server.definitions import DefinitionService
-from toolweave.server.mcp_front import SESSION_SCOPE_KEY
-from toolweave.server.runtime import ServerRuntime
+from toolweave.server.mcp.front import SESSION_SCOPE_KEY
+from toolweave.services.definitions import DefinitionService
+from toolweave.services.runtime import ServerRuntime
 
 READ, CALL, ADMIN = "tools:read", "tools:call", "tools:admin"
 

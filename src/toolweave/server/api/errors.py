@@ -17,30 +17,36 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from toolweave.server.definitions import DefinitionError
+from toolweave.problems import Problem, as_problems
+from toolweave.services.definitions import DefinitionError
 from toolweave.store import Conflict, Forbidden, NotFound, SecretKeyError, StoreError
 
 logger = logging.getLogger("toolweave.api")
 
 
 class ApiError(Exception):
+    """A refusal with its HTTP status, error code, message and every problem (path + message)."""
+
     def __init__(
-        self, status: int, code: str, message: str, problems: Sequence[tuple[str, str]] | None = None
+        self,
+        status: int,
+        code: str,
+        message: str,
+        problems: Sequence[Problem | tuple[str, str]] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
-        self.problems = [{"path": path, "message": text} for path, text in problems or ()]
+        self.problems = as_problems(problems or ())
 
 
-def error_body(code: str, message: str, problems: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "problems": problems or []}}
+def error_body(code: str, message: str, problems: Sequence[Problem] = ()) -> dict[str, Any]:
+    wire = [{"path": problem.path, "message": problem.message} for problem in problems]
+    return {"error": {"code": code, "message": message, "problems": wire}}
 
 
-def _response(
-    status: int, code: str, message: str, problems: list[dict[str, str]] | None = None
-) -> JSONResponse:
+def _response(status: int, code: str, message: str, problems: Sequence[Problem] = ()) -> JSONResponse:
     headers = {"WWW-Authenticate": 'Bearer realm="toolweave"'} if status == 401 else None
     return JSONResponse(error_body(code, message, problems), status_code=status, headers=headers)
 
@@ -76,13 +82,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DefinitionError)
     async def _definition_error(_request: Request, error: DefinitionError) -> JSONResponse:
-        problems = [{"path": p.path, "message": p.message} for p in error.problems]
-        return _response(error.status, error.code, error.message, problems)
+        return _response(error.status, error.code, error.message, error.problems)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, error: RequestValidationError) -> JSONResponse:
         problems = [
-            {"path": _location(item.get("loc", ())), "message": str(item.get("msg", "invalid value"))}
+            Problem(_location(item.get("loc", ())), str(item.get("msg", "invalid value")))
             for item in error.errors()
         ]
         return _response(422, "invalid_request", f"the request has {len(problems)} problem(s)", problems)

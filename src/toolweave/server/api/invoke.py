@@ -13,13 +13,12 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from toolweave.executor.executor import Session, ToolExecutor
+from toolweave.executor import Session
 from toolweave.results import META_KEY, joined_text
-from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, definitions, require
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import InvokeMeta, InvokeRequest, InvokeResponse
-from toolweave.server.definitions import DefinitionService
+from toolweave.services.definitions import DefinitionService
 from toolweave.store import NotFound
 
 router = APIRouter(tags=["composite tools"])
@@ -28,7 +27,7 @@ router = APIRouter(tags=["composite tools"])
 async def _composite_name(service: DefinitionService, tool: str, caller: Session) -> str:
     gateway = service.gateway
     entry = gateway.catalog.get(tool)
-    if entry is not None and entry.composite is not None and present.visible(gateway, entry, caller.tenant):
+    if entry is not None and entry.composite is not None and entry.listed_to(caller.tenant):
         return tool
     try:  # an id, or the name of a stored tool that is not served right now
         stored = await service.repo.get(tool, caller.tenant)
@@ -44,7 +43,7 @@ async def _composite_name(service: DefinitionService, tool: str, caller: Session
             f"composite tool {stored.name!r} is {stored.status}, so it cannot be invoked",
             problems,
         )
-    if entry is not None and entry.composite is None and present.visible(gateway, entry, caller.tenant):
+    if entry is not None and entry.composite is None and entry.listed_to(caller.tenant):
         raise ApiError(
             404,
             "not_a_composite",
@@ -63,7 +62,7 @@ async def invoke(
 ) -> InvokeResponse:
     name = await _composite_name(service, body.tool, caller)
     started = time.perf_counter()
-    result = await ToolExecutor(service.gateway, caller).call(name, body.params)
+    result = await service.gateway.executor(caller).call(name, body.params)
     latency = round((time.perf_counter() - started) * 1000, 3)
     found: Any = (result.meta or {}).get(META_KEY)
     meta: dict[str, Any] = found if isinstance(found, dict) else {}

@@ -13,19 +13,8 @@ from toolweave.gateway import Gateway
 from toolweave.results import result_to_dict
 from toolweave.runs import RunRecord
 from toolweave.server.api.models import AiTool, CallResult, CompositeDetail, RunOut, StepOut
-from toolweave.server.definitions import DefinitionService
+from toolweave.services.definitions import DefinitionService
 from toolweave.store import StoredComposite
-
-
-def visible(gateway: Gateway, entry: Entry, tenant: str | None) -> bool:
-    """Listed for this tenant: not hidden, and shared or the tenant's own."""
-    owner = gateway.owner_of(entry.name)
-    return not entry.hidden and (owner is None or owner == tenant)
-
-
-def used_in(gateway: Gateway, name: str, tenant: str | None) -> list[str]:
-    """The composites calling `name` that this tenant can see (another tenant's are not its business)."""
-    return [c for c in gateway.catalog.used_in.get(name, []) if gateway.owner_of(c) in (None, tenant)]
 
 
 def ai_tool(gateway: Gateway, entry: Entry, tenant: str | None, stored: StoredComposite | None) -> AiTool:
@@ -43,7 +32,7 @@ def ai_tool(gateway: Gateway, entry: Entry, tenant: str | None, stored: StoredCo
         description=tool.description or "",
         backend=entry.backend.name if entry.backend is not None else None,
         inputSchema=dict(tool.input_schema) if tool.input_schema is not None else None,
-        usedIn=used_in(gateway, entry.name, tenant),
+        usedIn=gateway.catalog.used_in_for(entry.name, tenant),
     )
 
 
@@ -88,8 +77,8 @@ def stored_detail(service: DefinitionService, row: StoredComposite) -> Composite
 def file_detail(gateway: Gateway, model: BaseModel) -> CompositeDetail:
     name: str = model.name  # type: ignore[attr-defined]
     entry = gateway.catalog.get(name)
-    served = entry is not None and entry.composite is not None and gateway.owner_of(name) is None
-    problems = gateway.catalog.degraded.get(name, [])
+    served = entry is not None and entry.composite is not None and entry.owner is None
+    problems = [str(problem) for problem in gateway.catalog.degraded.get(name, [])]
     return CompositeDetail(
         id=name,
         name=name,

@@ -7,13 +7,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 
-from toolweave.executor.executor import Session, ToolExecutor
+from toolweave.executor import Session
 from toolweave.executor.resume import ResumeError, resume_run
 from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, READ, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import CallResult, ResumeRequest, RunList, RunOut
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 RunStatus = Annotated[
@@ -34,7 +34,6 @@ async def list_runs(
     rt: ServerRuntime = Depends(runtime),
 ) -> RunList:
     """A tenant sees exactly its own runs; without auth (no tenant) every run is listed."""
-    assert rt.runs is not None
     records = await rt.runs.list_runs(tenant=caller.tenant, tool=tool, status=status, limit=limit)
     return RunList(runs=[present.run_out(record) for record in records])
 
@@ -45,7 +44,6 @@ async def get_run(
     caller: Session = Depends(require(READ)),
     rt: ServerRuntime = Depends(runtime),
 ) -> RunOut:
-    assert rt.runs is not None
     record = await rt.runs.get_run(id, caller.tenant)
     if record is None or (caller.tenant is not None and record.tenant != caller.tenant):
         raise ApiError(404, "not_found", f"run {id!r} not found")
@@ -66,7 +64,7 @@ async def resume(
     interrupted, already resumed, or not resumable; 422: a missing secret (named) or bad arguments."""
     try:
         result = await resume_run(
-            ToolExecutor(rt.gateway, caller), id, body.arguments if body is not None else None
+            rt.gateway.executor(caller), id, body.arguments if body is not None else None
         )
     except ResumeError as error:
         raise ApiError(error.status, error.code, error.message, error.problems) from None

@@ -6,14 +6,14 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 
-from toolweave.executor.executor import CALL_TOOL, FIND_TOOLS, Session, ToolExecutor
+from toolweave.executor import Session
 from toolweave.results import joined_text
 from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, READ, definitions, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import AiToolList, CallResult
-from toolweave.server.definitions import DefinitionService
-from toolweave.server.runtime import ServerRuntime
+from toolweave.services.definitions import DefinitionService
+from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["tools"])
 
@@ -31,13 +31,11 @@ async def list_ai_tools(
     gateway = rt.gateway
     rows = {row.name: row for row in await service.repo.list(caller.tenant)}
     tools = []
-    for entry in gateway.catalog.entries.values():
-        if not present.visible(gateway, entry, caller.tenant):
-            continue
+    for entry in gateway.catalog.listed_for(caller.tenant):
         if type is not None and (entry.composite is not None) != (type == "composite"):
             continue
         stored = rows.pop(entry.name, None) if entry.composite is not None else None
-        if stored is not None and gateway.owner_of(entry.name) != stored.tenant:
+        if stored is not None and entry.owner != stored.tenant:
             stored = None
         tools.append(present.ai_tool(gateway, entry, caller.tenant, stored))
     if type in (None, "composite"):
@@ -58,9 +56,7 @@ async def call_tool(
     gateway = rt.gateway
     catalog = gateway.catalog
     entry = catalog.get(name)
-    searchable = catalog.index is not None and name in (FIND_TOOLS, CALL_TOOL) and entry is None
-    executor = ToolExecutor(gateway, caller)
-    result = await executor.call(name, arguments if arguments is not None else {})
-    if not searchable and (entry is None or not present.visible(gateway, entry, caller.tenant)):
+    result = await gateway.executor(caller).call(name, arguments if arguments is not None else {})
+    if not catalog.is_search_tool(name) and (entry is None or not entry.listed_to(caller.tenant)):
         raise ApiError(404, "unknown_tool", joined_text(result))
     return present.call_result(result)

@@ -1,0 +1,30 @@
+"""The `toolweave` command: parse, call the library or the services, print. One module per command."""
+
+from __future__ import annotations
+
+import typer
+
+from toolweave.cli import export, keys, runs, serve, tools, validate
+
+app = typer.Typer(
+    name="toolweave",
+    help="A composite tool gateway for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command()(serve.serve)
+app.command()(tools.tools)
+app.command()(tools.call)
+app.command()(validate.validate)
+app.add_typer(keys.keys_app, name="keys")
+app.add_typer(runs.runs_app, name="runs")
+app.command("export")(export.export_command)
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,122 @@
+"""What every command shares: the consoles, the options, loading the config (every problem printed),
+quiet logging, and the database of a one-shot command."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from toolweave.config.loader import default_config_path, load_config
+from toolweave.config.models import Config
+from toolweave.problems import ConfigError
+
+T = TypeVar("T")
+out = Console()
+err = Console(stderr=True)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="Config file (TOML or YAML). Default: $TOOLWEAVE_CONFIG or ./toolweave.toml"
+    ),
+]
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+DatabaseOption = Annotated[
+    str | None, typer.Option("--database", help="Database URL (default: the config's gateway.database).")
+]
+
+
+def load_config_or_exit(path: Path | None) -> Config:
+    try:
+        return load_config(path)
+    except ConfigError as error:
+        source = escape(str(error.source or default_config_path()))
+        err.print(f"[bold red]{len(error.issues)} problem(s)[/] in {source}:", soft_wrap=True)
+        for issue in error.issues:
+            print_problem(issue)
+        raise typer.Exit(1) from None
+
+
+def print_problem(problem: object) -> None:
+    """One problem per line, verbatim: messages quote user input (`re:[a-z]`), which is not markup."""
+    err.print(f"  [red]•[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
+
+
+def quiet_logging(level: str = "warning", stream: Any = None) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.WARNING),
+        stream=stream or sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def print_backends(backends: list[dict[str, Any]], console: Console) -> None:
+    table = Table(title="backends", title_justify="left")
+    for column in ("name", "transport", "status", "tools", "last error"):
+        table.add_column(column)
+    for backend in backends:
+        status = backend["status"]
+        color = "green" if status == "connected" else "red"
+        table.add_row(
+            backend["name"],
+            backend["transport"],
+            f"[{color}]{status}[/]",
+            str(backend["tools"]),
+            backend["last_error"] or "",
+        )
+    console.print(table)
+
+
+def database_url(config: Path | None, database: str | None) -> str:
+    if database:
+        return database
+
+    return load_config_or_exit(config).gateway.database
+
+
+def config_redis_url(config: Path | None, database: str | None) -> str:
+    """The config's `gateway.redis_url`, so running gateways hear of a revocation at once."""
+    if database:
+        return ""
+
+    return load_config_or_exit(config).gateway.redis_url
+
+
+def with_database(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Open the database (migrating it), run `work(db)`, always close it; store errors exit 1."""
+    from toolweave.store import Database, StoreError
+
+    async def run() -> T:
+        db = Database.from_url(url)
+        await db.start()
+        try:
+            return await work(db)
+        finally:
+            await db.close()
+
+    try:
+        return asyncio.run(run())
+    except (StoreError, ValueError) as error:
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def when(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, int | float):
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
+    return value.strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,62 @@
+"""The executor's one port: everything it needs from whoever hosts it, handed in at construction.
+
+The `Gateway` builds one `Registry` from its config and passes it to every
+executor it creates; the server adds its run store, its backend resolver (a
+tenant's own credentials) and its call observer (metrics) when it builds the
+gateway, never afterwards. The only thing that changes is `catalog`, swapped
+whole when a new snapshot is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import mcp_types as types
+
+from toolweave.backends.base import Backend
+from toolweave.catalog.catalog import Catalog, Entry
+from toolweave.executor.admission import Admission
+from toolweave.executor.policy import Policy
+from toolweave.executor.session import Session
+from toolweave.runs import RunStore
+
+BackendResolver = Callable[[Backend, Session], Awaitable[Backend]]
+"""`(backend, session) -> the backend to call for this session` (the same one unless a tenant has credentials)."""
+CallObserver = Callable[[Entry, types.CallToolResult, float], None]
+"""`(entry, result, seconds)`, told after every call the executor dispatched; must be cheap and never raise."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_depth: int = 8
+    """How deep composites may nest."""
+    record_direct_calls: bool = False
+    """Write a run record for direct (non-composite) calls too."""
+
+
+class Registry:
+    """What an executor reads: the catalog snapshot, policy, run store, limits, admission state,
+    and the optional backend resolver and call observer."""
+
+    __slots__ = ("admission", "catalog", "limits", "observe", "policy", "resolve_backend", "runs")
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        policy: Policy,
+        runs: RunStore,
+        limits: Limits,
+        admission: Admission,
+        resolve_backend: BackendResolver | None = None,
+        observe: CallObserver | None = None,
+    ) -> None:
+        self.catalog = catalog
+        """The current snapshot; the host swaps it whole (never mutates it)."""
+        self.policy = policy
+        self.runs = runs
+        self.limits = limits
+        self.admission = admission
+        self.resolve_backend = resolve_backend
+        self.observe = observe

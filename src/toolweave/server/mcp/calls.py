@@ -1,0 +1,150 @@
+"""The one lane of `tools/call`: which requests take the fast path, the scope check, the call.
+
+Three entries reach it: the plain 2026-07-28 HTTP lane (`transport.PlainModernLane`, no SDK
+request objects at all), the SDK middleware fast path, and the SDK's own `tools/call`
+handler (cursors, input responses, a call that may ask the user on 2026-07-28). All three
+judge a request with the same predicate (`CallLane.fast_call`), refuse a caller without the
+`tools:call` scope with the same error (`require_call_scope`), decide "may this call ask the
+user?" with the same test (`toolweave.executor.approval.may_elicit`), and end in the same
+`ToolExecutor.call` for the caller's session. The fast paths never answer an error of their
+own: a request they do not take (a caller without the scope included) goes to the SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LOG_LEVEL_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+)
+from mcp_types import methods as _methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolweave.composite.base import ElicitFn, ProgressFn
+from toolweave.executor import Registry, Session, ToolExecutor
+from toolweave.executor.approval import may_elicit
+from toolweave.executor.policy import lacks_call_scope
+
+SCOPE_ERROR = "this API key lacks the tools:call scope"
+
+_ENVELOPE_KEYS = frozenset(
+    {PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY}
+)
+"""`_meta` keys of a 2026-07-28 request (validated by the SDK's inbound ladder before middleware runs)."""
+
+
+def require_call_scope(session: Session) -> None:
+    """The MCP protocol error for a caller that may not call tools at all (before anything runs)."""
+    if lacks_call_scope(session):
+        raise MCPError(code=-32001, message=SCOPE_ERROR)
+
+
+class CallLane:
+    """tools/call for one gateway: eligibility, the caller's session, the executor, wire shaping."""
+
+    __slots__ = ("_registry", "_stamp")
+
+    def __init__(self, registry: Registry, stamp: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self._registry = registry
+        self._stamp = stamp
+        """Adds the 2026-07-28 `serverInfo` stamp to a result dict."""
+
+    def may_elicit(self, name: str) -> bool:
+        """Whether a call of `name` may ask the user (then 2026-07-28 needs the InputBroker path)."""
+        registry = self._registry
+        return may_elicit(registry.policy, registry.catalog.get(name))
+
+    def fast_call(
+        self, params: Any, version: str, session: Session, *, can_elicit: bool, can_notify: bool = True
+    ) -> tuple[str, dict[str, Any]] | None:
+        """(name, arguments) when the fast path answers this call exactly as the SDK would, else None.
+
+        `can_elicit`: the client declared elicitation; `can_notify`: the entry can send
+        progress and log notifications (the plain HTTP lane cannot).
+        """
+        found = plain_call_params(params)
+        if found is None or lacks_call_scope(session):
+            return None
+        if not can_notify:
+            meta = params.get("_meta")
+            if isinstance(meta, Mapping) and ("progressToken" in meta or LOG_LEVEL_META_KEY in meta):
+                return None
+        if can_elicit and version in MODERN_PROTOCOL_VERSIONS and self.may_elicit(found[0]):
+            return None  # may need the 2026-07-28 background path (InputBroker)
+        return found
+
+    def executor(self, base: Session, elicit: ElicitFn | None, owner: Any = None) -> ToolExecutor:
+        """The executor of one call: the caller's session with its way to ask the user; its pools are
+        the connection's (`owner`, handshake era) or the principal's (2026-07-28)."""
+        return ToolExecutor(self._registry, base.asking_with(elicit, owner))
+
+    async def answer(
+        self,
+        base: Session,
+        version: str,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        elicit: ElicitFn | None = None,
+        owner: Any = None,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """Call, and shape the result for the wire exactly as the SDK's runner would."""
+        result = await self.executor(base, elicit, owner).call(name, arguments, progress=progress)
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if version in MODERN_PROTOCOL_VERSIONS:
+            dumped["resultType"] = "complete"
+            return self._stamp(dumped)
+        return _methods.serialize_server_result("tools/call", version, dumped)
+
+
+def plain_call_params(params: Any) -> tuple[str, dict[str, Any]] | None:
+    """(name, arguments) of `tools/call` params that need no validation beyond their shape, else None."""
+    if not isinstance(params, Mapping):
+        return None
+    name = params.get("name")
+    arguments = params.get("arguments")
+    if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+        return None
+    for key in params:
+        if key not in ("name", "arguments", "_meta"):
+            return None  # inputResponses, requestState, task, ...: the SDK path
+    if not plain_meta(params.get("_meta")):
+        return None
+    return name, arguments if arguments is not None else {}
+
+
+def plain_list_params(params: Any) -> bool:
+    """`tools/list` params with no cursor and nothing to validate."""
+    if params is None:
+        return True
+    if not isinstance(params, Mapping):
+        return False
+    return all(key == "_meta" for key in params) and plain_meta(params.get("_meta"))
+
+
+def plain_meta(meta: Any) -> bool:
+    """A `_meta` the fast path needs no validation for: absent, or the envelope and a progress token."""
+    if meta is None:
+        return True
+    if not isinstance(meta, Mapping):
+        return False
+    for key, value in meta.items():
+        if key == "progressToken":
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                return False
+        elif key not in _ENVELOPE_KEYS:
+            return False
+    return True
+
+
+def wire_listing(tools: list[types.Tool], version: str) -> dict[str, Any]:
+    model = types.ListToolsResult(tools=tools)
+    dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return _methods.serialize_server_result("tools/list", version, dumped)

@@ -1,0 +1,378 @@
+"""The MCP front: the SDK's low-level `Server`, with handlers that delegate to the gateway.
+
+Every `tools/call` goes through the one lane of `calls.py`; admission pools
+belong to the caller's session inside the executor (a handshake-era
+connection, or on the sessionless 2026-07-28 revision the authenticated
+principal). List changes are announced on both protocol revisions; resources
+and prompts are passed through under namespaced names.
+
+Hot path: `tools/list` and plain `tools/call` are answered by a `Server.middleware`
+(`MCPFront._fast_path`) with wire dicts, skipping the SDK's per-request params
+validation and result re-validation (docs/performance.md). Requests the fast path
+does not fully understand (cursors, input responses, an elicitation that needs the
+2026-07-28 background path, a connection before its handshake) go through the SDK
+handlers unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+import orjson
+from mcp.server import Server
+from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolweave import __version__
+from toolweave.executor import Session
+from toolweave.gateway import Gateway
+from toolweave.server.mcp.calls import (
+    CallLane,
+    plain_list_params,
+    require_call_scope,
+    wire_listing,
+)
+from toolweave.server.mcp.elicitation import InputBroker, client_can_elicit, legacy_elicit
+
+logger = logging.getLogger("toolweave.server")
+SESSION_SCOPE_KEY = "toolweave.session"
+"""ASGI scope key where the auth middleware leaves the caller's `Session` (tenant, scopes)."""
+MAX_LISTINGS = 256
+"""Prebuilt `tools/list` answers kept per catalog snapshot (one per tenant and protocol version)."""
+
+
+class _GatewayServer(Server[Any]):
+    def create_initialization_options(self, notification_options=None, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        options = notification_options or NotificationOptions(
+            prompts_changed=True, resources_changed=True, tools_changed=True
+        )
+        return super().create_initialization_options(options, *args, **kwargs)
+
+
+class MCPFront:
+    """Builds and owns the SDK server for one gateway."""
+
+    def __init__(self, gateway: Gateway, *, default_session: Session | None = None) -> None:
+        self.gateway = gateway
+        self.default_session = default_session or Session(label="mcp")
+        self.bus = InMemorySubscriptionBus()
+        self.broker = InputBroker()
+        self.lane = CallLane(gateway.registry, self._stamped)
+        self._legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._announcements: set[asyncio.Task[None]] = set()
+        self._listings: tuple[Any, dict[tuple[str | None, str], tuple[dict[str, Any], bytes | None]]] = (
+            None,
+            {},
+        )
+        self._annotated: tuple[Any, dict[str, bool]] = (None, {})
+        self.server = self._build()
+        self._stamp = self.server.server_info_stamp
+        """The `serverInfo` stamp of 2026-07-28 results: the server's identity is fixed, and nothing mutates it."""
+        # no OpenTelemetry span per message; toolweave's own fast path instead (provisional SDK seam,
+        # covered by tests/server/mcp/test_front_fast_path.py)
+        self.server.middleware = [self._fast_path]
+        self._unsubscribe = gateway.on_tools_changed(self._tools_changed)
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        """A dict lookup, so the SDK's `Mcp-Param-*` header check never runs our tools/list per call.
+
+        None (nothing to check) for a tool without `x-mcp-header` annotations: the SDK's check
+        would walk the schema per call to find none.
+        """
+        catalog = self.gateway.catalog
+        entry = catalog.get(name)
+        if entry is None:
+            return None
+        known, annotated = self._annotated
+        if known is not catalog:
+            annotated = {}
+            self._annotated = (catalog, annotated)
+        found = annotated.get(name)
+        if found is None:
+            schema = entry.tool.input_schema
+            found = annotated[name] = find_invalid_x_mcp_header(schema) is None and bool(
+                x_mcp_header_map(schema)
+            )
+        return entry.tool.input_schema if found else None
+
+    def _build(self) -> Server[Any]:
+        return _GatewayServer(
+            "toolweave",
+            version=__version__,
+            instructions="One gateway in front of many MCP servers, plus composite tools.",
+            get_tool_input_schema=self._input_schema,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+            on_subscriptions_listen=ListenHandler(self.bus),
+        )
+
+    # -- sessions ------------------------------------------------------------
+
+    def _session(self, ctx: Any) -> Session:
+        request = getattr(ctx, "request", None)
+        return self._session_of_scope(getattr(request, "scope", None))
+
+    def _session_of_scope(self, scope: Any) -> Session:
+        if isinstance(scope, dict) and isinstance(scope.get(SESSION_SCOPE_KEY), Session):
+            return scope[SESSION_SCOPE_KEY]
+        return self.default_session
+
+    @staticmethod
+    def _connection_of(ctx: Any) -> Any:
+        """The handshake-era connection (a session whose pools live as long as it does), else None.
+
+        On 2026-07-28 every request is self-contained (the SDK builds a new `Connection`
+        per request), so the session is the authenticated principal: the API key
+        (tenant, key label, scopes), or the local operator when auth is off.
+        """
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None
+        return getattr(ctx.session, "_connection", None)
+
+    def _remember_legacy(self, ctx: Any) -> None:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None:
+            self._legacy_connections.add(connection)
+
+    def _tools_changed(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._announce_tools_changed())
+        self._announcements.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._announcements.discard)
+
+    async def _announce_tools_changed(self) -> None:
+        await self.bus.publish(ToolsListChanged())
+        for connection in list(self._legacy_connections):
+            try:
+                await connection.send_tool_list_changed()
+            except Exception:  # noqa: BLE001 - a closed connection is simply forgotten
+                self._legacy_connections.discard(connection)
+
+    # -- tools -----------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        self._remember_legacy(ctx)
+        return types.ListToolsResult(tools=self.gateway.list_tools(self._session(ctx).tenant))
+
+    async def _call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        self._remember_legacy(ctx)  # a client that calls without listing first still hears of changes
+        base = self._session(ctx)
+        require_call_scope(base)
+        progress = _progress_fn(ctx)
+        arguments = params.arguments or {}
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            executor = self.lane.executor(base, legacy_elicit(ctx), self._connection_of(ctx))
+            return await executor.call(params.name, arguments, progress=progress)
+        pending = self.broker.resume(params.request_state, params.input_responses)
+        if pending is not None:
+            return await self.broker.wait(pending, progress)
+        if client_can_elicit(ctx) and self.lane.may_elicit(params.name):
+            pending = self.broker.new()
+            executor = self.lane.executor(base, pending.elicit)
+            # progress follows the call across the client's retries (each retry is a new request)
+            relay = pending.progress if progress is not None else None
+            pending.task = asyncio.create_task(executor.call(params.name, arguments, progress=relay))
+            return await self.broker.wait(pending, progress)
+        return await self.lane.executor(base, None).call(params.name, arguments, progress=progress)
+
+    # -- the fast path ---------------------------------------------------------
+
+    async def _fast_path(self, ctx: Any, call_next: Any) -> Any:
+        """`Server.middleware`: `tools/list` and plain `tools/call` answered with wire dicts.
+
+        A middleware that returns without `call_next` is trusted as-is by the SDK (no
+        params validation, no result re-validation), so this does what those steps
+        would have done for the requests it takes, and hands everything else on.
+        """
+        method = ctx.method
+        if method == "tools/call":
+            call = self._plain_call(ctx)
+            if call is not None:
+                return await self._fast_call(ctx, call)
+        elif method == "tools/list" and self._plain_list(ctx):
+            self._remember_legacy(ctx)
+            return self._listing(ctx)
+        return await call_next(ctx)
+
+    def _ready(self, ctx: Any) -> bool:
+        """Past the handshake (the SDK's init gate), or a 2026-07-28 request (born ready)."""
+        if ctx.request_id is None:
+            return False
+        connection = getattr(ctx.session, "_connection", None)
+        return connection is not None and connection.initialize_accepted
+
+    def _plain_call(self, ctx: Any) -> tuple[Session, str, dict[str, Any]] | None:
+        """(session, name, arguments) of a `tools/call` the fast path takes, else None (the SDK handler)."""
+        if not self._ready(ctx):
+            return None
+        session = self._session(ctx)
+        found = self.lane.fast_call(
+            ctx.params, ctx.protocol_version, session, can_elicit=client_can_elicit(ctx)
+        )
+        return (session, *found) if found is not None else None
+
+    async def _fast_call(self, ctx: Any, call: tuple[Session, str, dict[str, Any]]) -> dict[str, Any]:
+        self._remember_legacy(ctx)
+        version = ctx.protocol_version
+        legacy = version not in MODERN_PROTOCOL_VERSIONS
+        session, name, arguments = call
+        return await self.lane.answer(
+            session,
+            version,
+            name,
+            arguments,
+            elicit=legacy_elicit(ctx) if legacy else None,
+            owner=self._connection_of(ctx),
+            progress=_progress_fn(ctx),
+        )
+
+    def _plain_list(self, ctx: Any) -> bool:
+        return (
+            plain_list_params(ctx.params) and "tools/list" not in self.server.cache_hints and self._ready(ctx)
+        )
+
+    def _listing(self, ctx: Any) -> dict[str, Any]:
+        listing, _encoded = self._listing_for(self._session(ctx).tenant, ctx.protocol_version)
+        return dict(listing)
+
+    def _listing_for(self, tenant: str | None, version: str) -> tuple[dict[str, Any], bytes | None]:
+        """The wire `tools/list` result (stamped on 2026-07-28), built once per catalog snapshot, tenant
+        and protocol version; and its JSON once the plain lane asked for it."""
+        catalog = self.gateway.catalog
+        known, listings = self._listings
+        if known is not catalog:
+            listings = {}
+            self._listings = (catalog, listings)
+        key = (tenant, version)
+        found = listings.get(key)
+        if found is None:
+            listing = wire_listing(self.gateway.list_tools(tenant), version)
+            if version in MODERN_PROTOCOL_VERSIONS:
+                listing = self._stamped(listing)
+            if len(listings) >= MAX_LISTINGS:
+                listings.pop(next(iter(listings)))
+            found = listings[key] = (listing, None)
+        return found
+
+    def _stamped(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The 2026-07-28 `serverInfo` stamp the SDK puts on every result (the gateway, never a backend)."""
+        meta = result.get("_meta")
+        if meta is None:
+            result["_meta"] = {SERVER_INFO_META_KEY: self._stamp}
+        elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+            result["_meta"] = {**meta, SERVER_INFO_META_KEY: self._stamp}
+        return result
+
+    # -- the plain 2026-07-28 lane (straight off HTTP: server/app.py `PlainModernLane`) ----
+
+    @property
+    def lane_open(self) -> bool:
+        """Whether requests may bypass the SDK's request pipeline (nobody changed the server's middleware)."""
+        return self.server.middleware == [self._fast_path] and "tools/list" not in self.server.cache_hints
+
+    async def plain_call(self, scope: Any, verdict: Any, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The wire result of a plain 2026-07-28 `tools/call` whose envelope and headers passed the SDK's
+        inbound ladder (`verdict`), or None when the SDK must take it (progress, input, a missing scope)."""
+        version = verdict.protocol_version
+        connection = Connection.from_envelope(version, verdict.client_info, verdict.client_capabilities)
+        capabilities = connection.client_capabilities
+        can_elicit = capabilities is not None and capabilities.elicitation is not None
+        session = self._session_of_scope(scope)
+        call = self.lane.fast_call(params, version, session, can_elicit=can_elicit, can_notify=False)
+        if call is None:
+            return None
+        name, arguments = call
+        return await self.lane.answer(session, version, name, arguments)
+
+    def plain_listing(self, scope: Any, verdict: Any, params: Any) -> bytes | None:
+        """The JSON of a plain 2026-07-28 `tools/list` result (cached per snapshot), or None."""
+        if not plain_list_params(params):
+            return None
+        tenant = self._session_of_scope(scope).tenant
+        version = verdict.protocol_version
+        listing, encoded = self._listing_for(tenant, version)
+        if encoded is None:
+            encoded = orjson.dumps(listing)
+            _catalog, listings = self._listings
+            if (tenant, version) in listings:
+                listings[(tenant, version)] = (listing, encoded)
+        return encoded
+
+    # -- resources and prompts -------------------------------------------------
+
+    async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[r for r, _ in self.gateway.resources().values()])
+
+    async def _list_resource_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=self.gateway.resource_templates())
+
+    async def _read_resource(
+        self, ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        found = self.gateway.resources().get(uri)
+        backend = found[1] if found else self.gateway.backend_for_template(uri)
+        if backend is None:
+            raise MCPError(code=-32002, message=f"unknown resource {uri!r}")
+        try:
+            return await backend.read_resource(uri)
+        except MCPError:
+            raise
+        except Exception as error:
+            raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+
+    async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[p for p, _, _ in self.gateway.prompts().values()])
+
+    async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        found = self.gateway.prompts().get(params.name)
+        if found is None:
+            raise MCPError(code=-32602, message=f"unknown prompt {params.name!r}")
+        _prompt, backend, original = found
+        try:
+            return await backend.get_prompt(original, params.arguments)
+        except MCPError:
+            raise
+        except Exception as error:
+            raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+
+    async def close(self) -> None:
+        self._unsubscribe()
+        with contextlib.suppress(Exception):
+            await self.broker.close()
+
+
+def _progress_fn(ctx: Any) -> Any:
+    meta = ctx.meta or {}
+    token = meta.get("progressToken") if isinstance(meta, dict) else getattr(meta, "progress_token", None)
+    if token is None and isinstance(meta, dict):
+        token = meta.get("progress_token")
+    if token is None:
+        return None
+
+    async def progress(value: float, total: float | None = None, message: str | None = None) -> None:
+        with contextlib.suppress(Exception):
+            await ctx.session.report_progress(value, total, message)
+
+    return progress

@@ -1,0 +1,1 @@
+"""What a served gateway hosts besides HTTP: definitions, connections, change feed, metrics, keys, LLM, logs."""

@@ -1,0 +1,51 @@
+"""Verified API keys, briefly cached: the database is asked once per key and `CACHE_SECONDS`.
+
+Keyed by the key's SHA-256 (the plaintext is never kept). Revoking a key in
+this process (`forget_key`) takes effect at once; a key revoked elsewhere (the
+CLI, another gateway) stops working when the change feed says so, or within
+`CACHE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+
+from toolweave.store import ApiKeyInfo, KeyRepository
+
+CACHE_SECONDS = 10.0
+"""How long a verified (or rejected) key is trusted without asking the database again."""
+CACHE_SIZE = 4096
+
+
+class KeyCache:
+    """Verified keys by SHA-256, briefly; failures are cached too so a bad key cannot hammer the database."""
+
+    def __init__(self, keys: KeyRepository, ttl: float = CACHE_SECONDS, size: int = CACHE_SIZE) -> None:
+        self._keys = keys
+        self._ttl = ttl
+        self._size = size
+        self._entries: OrderedDict[str, tuple[float, ApiKeyInfo | None]] = OrderedDict()
+
+    async def verify(self, plaintext: str) -> ApiKeyInfo | None:
+        digest = hashlib.sha256(plaintext.encode()).hexdigest()
+        now = time.monotonic()
+        found = self._entries.get(digest)
+        if found is not None and found[0] > now:
+            return found[1]
+        info = await self._keys.verify(plaintext)
+        self._entries[digest] = (now + self._ttl, info)
+        self._entries.move_to_end(digest)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+        return info
+
+    def forget_key(self, key_id: str) -> None:
+        """Drop a key (revoked in this process) so its next request is checked again."""
+        for digest, (_expiry, info) in list(self._entries.items()):
+            if info is not None and info.id == key_id:
+                self._entries.pop(digest, None)
+
+    def clear(self) -> None:
+        self._entries.clear()

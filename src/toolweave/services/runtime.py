@@ -1,0 +1,163 @@
+"""The composition root of a served gateway: database, repositories, run store, key cache,
+metrics, tenants' connections, stored definitions, the change feed, and the gateway itself.
+
+Built synchronously (so routes and middleware can hold it), started in the
+app's lifespan, in the event loop that serves requests. The gateway is built
+here with everything it needs (the run store, the backend resolver, the call
+observer): nothing is set on it afterwards. `start()` order: database
+(migrated) → run store (recovers interrupted runs) → gateway (backends) →
+stored composite definitions merged into the catalog → the change feed to the
+other gateways sharing the database, told what to do through callbacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from toolweave.config.models import Config
+from toolweave.gateway import Gateway
+from toolweave.services.change_feed import ChangeFeed, Mode, plan
+from toolweave.services.connections import TenantBackends
+from toolweave.services.definitions import DefinitionService
+from toolweave.services.keys import KeyCache
+from toolweave.services.metrics import Metrics
+from toolweave.store import (
+    ApiKeyInfo,
+    CompositeRepository,
+    ConnectionRepository,
+    Database,
+    KeyRepository,
+    SqlRunStore,
+    TenantRepository,
+)
+
+logger = logging.getLogger("toolweave.server")
+
+
+class ServerRuntime:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        require_auth: bool = False,
+        database: Database | None = None,
+        sync: Mode = "auto",
+    ) -> None:
+        self.config = config
+        self.require_auth = require_auth
+        self.db = database or Database.from_url(config.gateway.database)
+        self.keys = KeyRepository(self.db)
+        self.composites = CompositeRepository(self.db)
+        self.connections = ConnectionRepository(self.db)
+        self.tenants = TenantRepository(self.db)
+        self.key_cache = KeyCache(self.keys)
+        self.metrics = Metrics()
+        self.runs = SqlRunStore(self.db)
+        self.tenant_backends = TenantBackends(self.connections)
+        self.gateway = Gateway(
+            config, runs=self.runs, backend_resolver=self.tenant_backends, call_observer=self.metrics.observe
+        )
+        self.definitions: DefinitionService | None = None
+        self.sync_mode: Mode = sync
+        """`auto` (see `toolweave.services.change_feed`), `poll` (polling only) or `off`."""
+        self.sync: ChangeFeed | None = None
+        self.started = False
+
+    async def start(self) -> None:
+        settings = self.config.gateway
+        ChangeFeed.check(settings.redis_url, self.db, self.sync_mode)
+        await self.db.start()
+        await self.runs.start()
+        await self.gateway.start()
+        self.definitions = DefinitionService(self.gateway, self.composites, self.tenants)
+        await self.definitions.load()
+        try:
+            await self.connections.check_key()
+        except Exception as error:  # noqa: BLE001 - reported now rather than at the first call; serving goes on
+            logger.error("stored connections cannot be read: %s", error)
+        self.sync = self._change_feed(self.definitions)
+        if self.sync is not None:
+            feed = self.sync
+            self.definitions.on_change = lambda row: feed.definitions_changed(row.id)
+            await feed.start()
+        self.started = True
+
+    def _change_feed(self, definitions: DefinitionService) -> ChangeFeed | None:
+        """The feed to the other gateways sharing the database, or None (SQLite without Redis, `off`)."""
+        settings = self.config.gateway
+        if plan(settings.redis_url, self.db, self.sync_mode) == "off":
+            return None
+        return ChangeFeed(
+            self.db,
+            reload_definitions=definitions.reload,
+            forget_key=self._forget_key,
+            forget_connection=self.tenant_backends.forget,
+            redis_url=settings.redis_url,
+            interval=settings.sync_interval,
+            mode=self.sync_mode,
+        )
+
+    def _forget_key(self, key_id: str | None) -> None:
+        """A key changed elsewhere: drop it (or, when unknown which, every cached key)."""
+        if key_id is None:
+            self.key_cache.clear()
+        else:
+            self.key_cache.forget_key(key_id)
+
+    # -- changes the other gateways sharing the database must hear of --------
+
+    async def revoke_key(self, key_id: str, tenant: str | None = None) -> ApiKeyInfo:
+        """Revoke a key: refused here at once, and on the other gateways as soon as they hear of it."""
+        info = await self.keys.revoke(key_id, tenant)
+        self.key_cache.forget_key(info.id)
+        if self.sync is not None:
+            self.sync.key_revoked(info.id)
+        return info
+
+    def connection_changed(self, tenant: str | None, backend: str) -> None:
+        """A tenant's connection was stored or deleted: close its session here and everywhere."""
+        self.tenant_backends.forget(tenant, backend)
+        if self.sync is not None:
+            self.sync.connection_changed(tenant, backend)
+
+    async def close(self) -> None:
+        """Stop in reverse order; each step runs even when an earlier one failed."""
+        if self.sync is not None:
+            with contextlib.suppress(Exception):
+                await self.sync.close()
+            self.sync = None
+        if self.definitions is not None:
+            with contextlib.suppress(Exception):
+                await self.definitions.close()
+        with contextlib.suppress(Exception):
+            await self.tenant_backends.close()
+        with contextlib.suppress(Exception):
+            await self.gateway.stop()
+        with contextlib.suppress(Exception):
+            await self.runs.close()
+        await self.db.close()
+        self.started = False
+
+
+class OwnedRunStore(SqlRunStore):
+    """A run store that owns its database: `close()` closes both (the CLI's one-shot commands)."""
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            await self._db.close()
+
+
+async def open_run_store(cfg: Config) -> OwnedRunStore:
+    """The database-backed run store of `gateway.database`, started; close it when done."""
+    db = Database.from_url(cfg.gateway.database)
+    await db.start()
+    store = OwnedRunStore(db)
+    try:
+        await store.start()
+    except BaseException:
+        await db.close()
+        raise
+    return store

@@ -1,0 +1,31 @@
+"""Reading results: the text of a `CallToolResult`, its text items, its `_meta["toolweave"]`, tool names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(item.text for item in result.content if isinstance(item, types.TextContent))
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [item.text for item in result.content if isinstance(item, types.TextContent)]
+
+
+def meta(result: types.CallToolResult) -> dict[str, Any]:
+    """`_meta["toolweave"]`, which must be there."""
+    found = (result.meta or {}).get("toolweave")
+    assert isinstance(found, dict), result.meta
+    return found
+
+
+def names(tools: list[types.Tool]) -> list[str]:
+    return [tool.name for tool in tools]
+
+
+async def inner_records(gateway: Any, tool: str, status: str | None = None) -> list[Any]:
+    """Run records of direct calls to `tool` (the configs set `record_direct_calls`)."""
+    return await gateway.runs.list_runs(tool=tool, status=status, limit=1000)
