@@ -31,6 +31,7 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import orjson
+from jsonschema.protocols import Validator
 
 from toolweave.backends.base import Backend, unavailable_result
 from toolweave.backends.http.actions import action_spec
@@ -62,6 +63,7 @@ from toolweave.backends.openapi import (
 )
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
+from toolweave.schemas import compile_validator
 
 logger = logging.getLogger("toolweave.backends.http")
 
@@ -83,7 +85,7 @@ class HttpApiBackend(Backend):
     def __init__(self, config: BackendConfig, **_options: Any) -> None:
         super().__init__(config)
         self._ops: dict[str, OperationSpec] = {}
-        self._validators: dict[str, Any] = {}
+        self._validators: dict[str, Validator | None] = {}
         self._client: httpx2.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._validation: asyncio.Task[list[Problem]] | None = None
@@ -416,16 +418,17 @@ class HttpApiBackend(Backend):
             return None
         return str(target)
 
-    def _validator(self, op: OperationSpec) -> Any:
+    def _validator(self, op: OperationSpec) -> Validator | None:
+        """The response check of an operation's declared JSON object (built once, by `schemas`).
+
+        None when nothing is declared, or when the declared schema is not a valid JSON Schema:
+        then the response is passed through unchecked rather than making the tool uncallable.
+        """
         if op.output_schema is None:
             return None
-        found = self._validators.get(op.tool)
-        if found is None:
-            from jsonschema import Draft202012Validator
-            from referencing import Registry
-
-            found = self._validators[op.tool] = Draft202012Validator(op.output_schema, registry=Registry())
-        return found
+        if op.tool not in self._validators:
+            self._validators[op.tool] = compile_validator(op.output_schema)
+        return self._validators[op.tool]
 
 
 class _TenantView(Backend):

@@ -19,6 +19,7 @@ from typing import Any
 
 import mcp_types as types
 import orjson
+from jsonschema.protocols import Validator
 
 from toolweave.backends.openapi.spec import OperationSpec
 from toolweave.results import error_result, json_text, text
@@ -93,7 +94,7 @@ def success_response(
     content_type: str | None,
     body: bytes,
     uri: str,
-    validator: Any,
+    validator: Validator | None,
     secrets: Sequence[str],
 ) -> types.CallToolResult:
     media = media_type(content_type)
@@ -120,7 +121,7 @@ def success_response(
 
 
 def _json_response(
-    spec: OperationSpec, status: int, body: bytes, validator: Any, secrets: Sequence[str]
+    spec: OperationSpec, status: int, body: bytes, validator: Validator | None, secrets: Sequence[str]
 ) -> types.CallToolResult:
     try:
         value = orjson.loads(body)
@@ -135,7 +136,7 @@ def _json_response(
     return types.CallToolResult(content=[text(shown)], structured_content=structured)
 
 
-def _first_problem(validator: Any, value: Any) -> str | None:
+def _first_problem(validator: Validator, value: Any) -> str | None:
     from jsonschema.exceptions import best_match
 
     error = best_match(validator.iter_errors(value))
