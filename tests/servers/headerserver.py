@@ -11,6 +11,7 @@ import argparse
 import hashlib
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field
@@ -28,6 +29,13 @@ def whoami(ctx: Context, topic: Annotated[str, Field(description="Anything")] = 
     headers = ctx.headers or {}
     token = next((v for k, v in headers.items() if k.lower() == "x-token"), None)
     return {"token": fingerprint(token), "topic": topic}
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def whoami_slowly(ctx: Context, seconds: float = 1.0) -> dict[str, Any]:
+    """Like whoami, after a pause: a call that is still in flight when its session is replaced."""
+    await anyio.sleep(seconds)
+    return whoami(ctx)
 
 
 def main() -> None:

@@ -143,3 +143,20 @@ async def test_written_in_the_background(db: Database, monkeypatch: pytest.Monke
             while {r.id for r in await other.list_runs(limit=100)} != expected:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
     assert store._pending == []
+
+
+async def test_one_record_the_database_refuses_loses_only_itself(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runs_module, "WRITE_BEHIND_SECONDS", 30.0)  # everything below is one batch
+    store = SqlRunStore(db)
+    good, bad = make_run(status="running"), make_run(status="running")
+    store.start_run_nowait(good)
+    store.start_run_nowait(bad)
+    store.checkpoint_nowait(bad.id, StepRecord(id="a", status="completed"), {"a": "\ud800"})  # no UTF-8
+    good.status = "completed"
+    store.finish_run_nowait(good)
+    await store.flush()
+    loaded = await store.get_run(good.id)
+    assert loaded is not None and loaded.status == "completed"
+    await store.close()

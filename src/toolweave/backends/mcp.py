@@ -70,6 +70,9 @@ class MCPBackend(Backend):
         """The handshake-era `Mcp-Session-Id` the server gave the SDK client (HTTP only)."""
         self._caller: HttpToolCaller | None = None
         """The lean `tools/call` path of an HTTP backend while it is connected."""
+        self._calls_in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -87,6 +90,16 @@ class MCPBackend(Backend):
                     await task
         self._client = None
         self._set_status("stopped")
+
+    async def stop_when_idle(self, grace: float | None = None) -> None:
+        """Stop once the calls already in flight have answered (at most `grace` seconds, the call timeout).
+
+        A session replaced on purpose (a tenant's connection changed) must not fail the calls it is
+        still serving: new calls already go to its successor, so it only has to drain.
+        """
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), grace if grace is not None else self.config.timeout)
+        await self.stop()
 
     async def _supervise(self) -> None:
         backoff = INITIAL_BACKOFF
@@ -285,6 +298,8 @@ class MCPBackend(Backend):
         if client is None:
             return unavailable_result(self.name, self.status, self.last_error)
         limit = timeout if timeout is not None else self.config.timeout
+        self._calls_in_flight += 1
+        self._idle.clear()
         try:
             if self._semaphore is None:
                 return await self._call(client, name, arguments, limit, progress)
@@ -305,6 +320,10 @@ class MCPBackend(Backend):
             return error_result(
                 f"backend {self.name!r} returned an invalid answer for {name!r}: {_brief(error)}"
             )
+        finally:
+            self._calls_in_flight -= 1
+            if not self._calls_in_flight:
+                self._idle.set()
 
     async def _call(
         self, client: Client, name: str, arguments: dict[str, Any], limit: float, progress: Any

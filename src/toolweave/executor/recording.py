@@ -66,7 +66,10 @@ async def finished(
         meta["latency_ms"] = latency
     else:
         meta = (result.meta or {}).get("toolweave", {})
-    record.status = meta.get("status") or ("failed" if result.is_error else "completed")
+    status = meta.get("status")  # a composite's own run status; anything else in that key is not one
+    record.status = (
+        status if isinstance(status, str) and status else ("failed" if result.is_error else "completed")
+    )
     record.operation = meta.get("operation")
     record.reason = meta.get("reason")
     record.steps = [

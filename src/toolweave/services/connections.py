@@ -96,7 +96,8 @@ class TenantBackends:
             self._close_later(found[1])
 
     def _close_later(self, backend: Backend) -> None:
-        task = asyncio.get_running_loop().create_task(backend.stop())
+        drained = getattr(backend, "stop_when_idle", None)  # calls it is serving finish first
+        task = asyncio.get_running_loop().create_task(drained() if drained else backend.stop())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 

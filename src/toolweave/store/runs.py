@@ -234,8 +234,19 @@ class SqlRunStore:
             except asyncio.CancelledError:
                 self._pending[:0] = batch  # close() writes them
                 raise
+            except Exception:  # noqa: BLE001 - whatever the database refused, retry run by run
+                await self._write_run_by_run(batch)
+
+    async def _write_run_by_run(self, batch: list[_Op]) -> None:
+        """A batch the database refused: write each run's events alone, so one bad record loses only itself."""
+        by_run: dict[str, list[_Op]] = {}
+        for op in batch:
+            by_run.setdefault(op.run_id, []).append(op)
+        for run_id, ops in by_run.items():
+            try:
+                await self._write_batch(ops)
             except Exception:
-                log.exception("recording %d run event(s) failed; they are lost", len(batch))
+                log.exception("recording %d event(s) of run %s failed; they are lost", len(ops), run_id)
 
     async def _write_batch(self, batch: list[_Op]) -> None:
         """Apply `batch` in one transaction, as the awaited methods would have, one after the other."""

@@ -215,7 +215,7 @@ async def test_a_500_is_an_error_with_status_reason_and_a_bounded_excerpt(
     message = text(result)
     assert message.startswith("GET /status/{code} failed: HTTP 500 Internal Server Error")
     assert "status 500 as asked" in message
-    assert result.meta == {"toolweave": {"status": 500}}
+    assert result.meta == {"toolweave": {"http_status": 500}}
     big = await gw.call("api__getBig", {"bytes": 50_000})
     assert not big.is_error
     gone = await gw.call("api__getStatus", {"code": 404})

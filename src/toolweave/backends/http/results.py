@@ -85,7 +85,7 @@ def error_response(
         lines.append(extra)
     if body:
         lines.append("Response body: " + excerpt(body, secrets))
-    return error_result("\n".join(lines), meta={"status": status})
+    return error_result("\n".join(lines), meta={"http_status": status})
 
 
 def success_response(
@@ -156,4 +156,4 @@ def _not_declared(
     )
     if body:
         message += "\nResponse body: " + excerpt(body, secrets)
-    return error_result(message, meta={"status": status})
+    return error_result(message, meta={"http_status": status})
