@@ -50,7 +50,10 @@ def fuzzed_api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
                 {"name": "remote", "url": "http://127.0.0.1:9/mcp"},
             ],
             "composite_tools": [{"name": "from_file", "tools": ["py/greet"]}],
-            "gateway": {"database": f"sqlite:///{folder / 'fuzz.db'}"},
+            "gateway": {
+                "database": f"sqlite:///{folder / 'fuzz.db'}",
+                "allowed_hosts": ["testserver"],  # the in-process client's Host
+            },
         }
         cfg = parse_config(raw)
         assert cfg is not None

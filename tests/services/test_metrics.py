@@ -54,7 +54,7 @@ async def test_metrics_need_a_key_off_loopback_when_auth_is_on(sqlite_app: AppFa
     api = await sqlite_app({"backends": [python_backend()]}, require_auth=True)
     key = await api.key("ops", "tools:read")
     remote = httpx.ASGITransport(app=api.app, client=("10.1.2.3", 40000))
-    async with httpx.AsyncClient(transport=remote, base_url="http://gateway") as client:
+    async with httpx.AsyncClient(transport=remote, base_url="http://127.0.0.1:8080") as client:
         assert (await client.get("/metrics")).status_code == 401
         allowed = await client.get("/metrics", headers={"Authorization": f"Bearer {key}"})
         assert allowed.status_code == 200 and "toolweave_tools" in allowed.text

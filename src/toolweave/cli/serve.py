@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import sys
 from typing import Annotated, Any
 
@@ -32,9 +31,11 @@ def serve(
         _serve_logging(cfg, log_json)
         asyncio.run(_serve_stdio(cfg))
         return
+    from toolweave.server.hosts import is_loopback_bind
+
     bind = host or cfg.gateway.host
     require_auth = auth or cfg.auth.required
-    if not require_auth and not _is_loopback(bind):
+    if not require_auth and not is_loopback_bind(bind):
         err.print(
             f"[red]refusing to serve {bind} without authentication.[/] Anyone who can reach it could call "
             "every tool. Enable API keys with [bold]--auth[/] (or auth.required = true) and create one with "
@@ -56,15 +57,6 @@ def _serve_logging(cfg: Config, log_json: bool) -> None:
     from toolweave.services.logs import configure_logging
 
     configure_logging(cfg.gateway.log_level, json_lines=log_json or cfg.gateway.log_format == "json")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def _serve_http(cfg: Config, host: str, port: int, require_auth: bool) -> None:

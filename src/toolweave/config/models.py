@@ -34,6 +34,12 @@ class GatewayConfig(StrictModel):
     """Exposed tool names that stay listed in search mode."""
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """`Host` header values served (`name`, `name:port`, `name:*`); empty: the loopback names on a
+    loopback bind, any host otherwise (see docs/security.md)."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser origins (`https://name[:port|:*]`) accepted besides the gateway's own; empty: the
+    loopback origins on a loopback bind, none otherwise."""
     record_direct_calls: bool = False
     """Write a run record for direct (non-composite) calls too."""
     max_depth: int = Field(default=8, ge=1, le=64)
@@ -53,6 +59,34 @@ class GatewayConfig(StrictModel):
     def _separator_is_name_safe(cls, value: str) -> str:
         if not value or not EXPOSED_NAME_RE.match(value) or len(value) > 4:
             raise ValueError("the separator must be 1-4 characters of [a-zA-Z0-9_-] (default '__')")
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        bad = [host for host in value if not host or any(c in host for c in "/ ,") or "://" in host]
+        if bad:
+            raise ValueError(
+                f"allowed_hosts entries are host names with an optional port (`name`, `name:8080`, "
+                f"`name:*`), not URLs: {', '.join(map(repr, bad))}"
+            )
+        return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        bad = [
+            origin
+            for origin in value
+            if not origin.startswith(("http://", "https://"))
+            or "/" in origin.split("://", 1)[1]
+            or " " in origin
+        ]
+        if bad:
+            raise ValueError(
+                "allowed_origins entries are `http(s)://name[:port|:*]` with no path: "
+                + ", ".join(map(repr, bad))
+            )
         return value
 
     @field_validator("redis_url")

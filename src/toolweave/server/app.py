@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
@@ -17,6 +18,7 @@ from toolweave.config.models import Config
 from toolweave.gateway import Gateway
 from toolweave.server.api import build_api
 from toolweave.server.auth import AuthMiddleware
+from toolweave.server.hosts import HostOriginMiddleware, HostRules
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
 from toolweave.services.runtime import ServerRuntime
@@ -45,7 +47,11 @@ def create_app(
     """
     front = MCPFront(gateway)
     mcp_app = front.server.streamable_http_app(
-        streamable_http_path="/mcp", json_response=json_response, host=host
+        streamable_http_path="/mcp",
+        json_response=json_response,
+        host=host,
+        # Host/Origin are checked once, for every route, by HostOriginMiddleware
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     session_manager = front.server.session_manager
     managers = [session_manager]
@@ -87,7 +93,12 @@ def create_app(
                 await gateway.stop()
 
     routes: list[Route | Mount] = [mcp_route, *(extra_routes or [])]
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware or [])
+    settings = gateway.config.gateway
+    guard = Middleware(
+        HostOriginMiddleware,
+        rules=HostRules.for_bind(host, settings.allowed_hosts, settings.allowed_origins),
+    )
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard, *(middleware or [])])
     app.state.gateway = gateway
     app.state.front = front
     return app

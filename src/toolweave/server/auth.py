@@ -95,24 +95,25 @@ class AuthMiddleware:
             return
         token = bearer_token(scope)
         if token is None:
-            await _deny(
+            await deny(
                 send, 401, "unauthorized", "an API key is required: send 'Authorization: Bearer tw_...'"
             )
             return
         cache = self._cache()
         info = await cache.verify(token) if cache is not None else None
         if info is None:
-            await _deny(send, 401, "unauthorized", "the API key is unknown, malformed or revoked")
+            await deny(send, 401, "unauthorized", "the API key is unknown, malformed or revoked")
             return
         session = session_for(info)
         if metrics and "tools:read" not in session.scopes:
-            await _deny(send, 403, "forbidden", "reading metrics needs the tools:read scope")
+            await deny(send, 403, "forbidden", "reading metrics needs the tools:read scope")
             return
         scope[SESSION_SCOPE_KEY] = session
         await self.app(scope, receive, send)
 
 
-async def _deny(send: Send, status: int, code: str, message: str) -> None:
+async def deny(send: Send, status: int, code: str, message: str) -> None:
+    """An error answer in the REST error shape, sent before any route runs."""
     body = orjson.dumps({"error": {"code": code, "message": message, "problems": []}})
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
