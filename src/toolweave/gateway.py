@@ -19,6 +19,8 @@ from typing import Any
 import mcp_types as types
 
 from toolweave.backends import Backend, create_backend
+from toolweave.backends.federated import Federation
+from toolweave.backends.federated.protocol import GOING_AWAY
 from toolweave.catalog.catalog import Catalog
 from toolweave.config.loader import load_config
 from toolweave.config.models import Config
@@ -79,6 +81,10 @@ class Gateway:
         self._rebuild_pending = False
         self._executor: ToolExecutor | None = None
         self._started = False
+        self.federation = Federation(
+            config, lookup=lambda name: self.registry.catalog.get(name), changed=self.rebuild
+        )
+        """Namespaces registered by federated clients: backends whose tools run in the clients' networks."""
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> Gateway:
@@ -112,6 +118,7 @@ class Gateway:
         self.rebuild()
 
     async def stop(self) -> None:
+        await self.federation.close(GOING_AWAY, "the gateway is shutting down")
         await asyncio.gather(*(backend.stop() for backend in self.backends.values()), return_exceptions=True)
         self._started = False
 
@@ -135,7 +142,8 @@ class Gateway:
         old = self.registry.catalog
         definitions = [*self.config.composite_tools, *(d for _, d in self._definitions.values())]
         owners = {name: owner for name, (owner, _definition) in self._definitions.items()}
-        catalog = Catalog.build(self.config, list(self.backends.values()), definitions, owners=owners)
+        backends = [*self.backends.values(), *self.federation.backends()]
+        catalog = Catalog.build(self.config, backends, definitions, owners=owners)
         self.registry.catalog = catalog
         self._index_resources_and_prompts()
         for issue in catalog.issues:
@@ -241,7 +249,7 @@ class Gateway:
         return export_tools(tools, format)
 
     def describe_backends(self) -> list[dict[str, Any]]:
-        return [backend.describe() for backend in self.backends.values()]
+        return [backend.describe() for backend in [*self.backends.values(), *self.federation.backends()]]
 
     @property
     def base_dir(self) -> Path:

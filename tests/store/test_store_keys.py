@@ -116,7 +116,7 @@ async def test_invalid_scopes_are_rejected(keys: KeyRepository, scopes: object, 
 async def test_a_single_scope_string_is_accepted(keys: KeyRepository) -> None:
     info, _ = await keys.create("acme", "tools:read")
     assert info.scopes == ("tools:read",)
-    assert {"tools:read", "tools:call", "tools:admin"} == VALID_SCOPES
+    assert {"tools:read", "tools:call", "tools:admin", "tools:federate"} == VALID_SCOPES
 
 
 async def test_overlong_names_are_rejected(keys: KeyRepository) -> None:

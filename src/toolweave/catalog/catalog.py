@@ -122,6 +122,8 @@ class Catalog:
         self.backends: dict[str, Backend] = {}
         self.disabled: frozenset[str] = frozenset()
         """Backends the config turns off (their tools are unknown, and the error says why)."""
+        self.federated: frozenset[str] = frozenset()
+        """Federated namespaces the config declares (their tools exist while a client serves them)."""
 
     # -- lookups -----------------------------------------------------------
 
@@ -187,6 +189,8 @@ class Catalog:
             return f"backend {prefix!r} is not connected ({backend.status}{why})"
         if prefix in self.disabled:
             return f"backend {prefix!r} is disabled in the config"
+        if prefix in self.federated and backend is None:
+            return f"federated namespace {prefix!r} has no client connected"
         return None
 
     # -- building ----------------------------------------------------------
@@ -208,6 +212,7 @@ class Catalog:
         catalog = cls(config.gateway.separator)
         catalog.backends = {backend.name: backend for backend in backends}
         catalog.disabled = frozenset(b.name for b in config.backends if not b.enabled)
+        catalog.federated = frozenset(n.name for n in config.federation.namespaces)
         for backend in backends:
             catalog._add_backend(backend)
         catalog._add_composites(definitions, owners or {})
@@ -338,9 +343,23 @@ class Catalog:
                 self.used_in.setdefault(target.name if target else reference, []).append(composite.name)
 
     def _degrade(self, name: str, problems: list[Problem]) -> None:
+        problems = [self._explained(problem) for problem in problems]
         self.degraded[name] = list(problems)
         for problem in problems:
             self.issues.append(CatalogIssue(name, problem))
+
+    def _explained(self, problem: Problem) -> Problem:
+        """An unknown tool of a federated namespace no client serves right now says so."""
+        for namespace in self.federated:
+            if namespace in self.backends:
+                continue
+            if any(f"'{namespace}{mark}" in problem.message for mark in ("/", ".", self.separator)):
+                return Problem(
+                    problem.path,
+                    f"{problem.message}; federated namespace {namespace!r} has no client connected "
+                    "(active again as soon as one registers it)",
+                )
+        return problem
 
     def _finish(self, config: Config) -> None:
         self.listed = [entry.tool for entry in self.visible()]

@@ -28,7 +28,11 @@ keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_a
 def keys_create(
     tenant: Annotated[str, typer.Option("--tenant", help="The tenant the key acts for.")],
     scopes: Annotated[
-        str, typer.Option("--scopes", help="Comma-separated: tools:read, tools:call, tools:admin.")
+        str,
+        typer.Option(
+            "--scopes",
+            help="Comma-separated: tools:read, tools:call, tools:admin, tools:federate (federated clients).",
+        ),
     ] = "tools:read,tools:call",
     name: Annotated[str | None, typer.Option("--name", help="A label to tell keys apart.")] = None,
     config: ConfigOption = None,

@@ -68,7 +68,16 @@ async def _serve_http(cfg: Config, host: str, port: int, require_auth: bool) -> 
     print_backends(gateway.describe_backends(), err)
     err.print(f"toolweave {len(gateway.list_tools())} tools · MCP at [bold]http://{host}:{port}/mcp[/]")
     server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", http="httptools")
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            http="httptools",
+            # the federation endpoint refuses a frame over the limit with its own reason; this bounds the rest
+            ws_max_size=2 * cfg.federation.max_frame_bytes,
+        )
     )
     await server.serve()
 

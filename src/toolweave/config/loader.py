@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +65,11 @@ def parse_config(
         )
         backends = [(backend.name, backend.namespace) for backend in config.backends]
         separator = config.gateway.separator
+        federated = [namespace.name for namespace in config.federation.namespaces]
     else:  # still report duplicates and unknown references now, not after the other fixes
         backends, separator = _raw_backends(data)
-    own_issues.extend(_cross_check(backends, separator, composites, paths))
+        federated = []
+    own_issues.extend(_cross_check(backends, separator, composites, paths, federated))
     if issues is None and own_issues:
         raise ConfigError(own_issues, source)
     return config
@@ -141,7 +143,8 @@ def cross_check(config: Config) -> list[Problem]:
     """Problems across sections: duplicate names, references to unknown backends."""
     backends = [(backend.name, backend.namespace) for backend in config.backends]
     paths = [join_path("composite_tools", index) for index in range(len(config.composite_tools))]
-    return _cross_check(backends, config.gateway.separator, config.composite_tools, paths)
+    federated = [namespace.name for namespace in config.federation.namespaces]
+    return _cross_check(backends, config.gateway.separator, config.composite_tools, paths, federated)
 
 
 def _raw_backends(data: Mapping[str, Any]) -> tuple[list[tuple[Any, bool]], str]:
@@ -159,9 +162,14 @@ def _raw_backends(data: Mapping[str, Any]) -> tuple[list[tuple[Any, bool]], str]
 
 
 def _cross_check(
-    backends: list[tuple[Any, bool]], separator: str, composites: list[Any], paths: list[str]
+    backends: list[tuple[Any, bool]],
+    separator: str,
+    composites: list[Any],
+    paths: list[str],
+    federated: Sequence[str] = (),
 ) -> list[Problem]:
-    """`paths[i]` is where `composites[i]` is in the file (invalid definitions are not in `composites`)."""
+    """`paths[i]` is where `composites[i]` is in the file (invalid definitions are not in `composites`);
+    `federated`: the namespaces of `federation.namespaces`, which composites may reference too."""
     issues: list[Problem] = []
     seen: dict[str, int] = {}
     for index, (name, _namespace) in enumerate(backends):
@@ -175,6 +183,9 @@ def _cross_check(
                 )
             )
         seen.setdefault(name, index)
+    issues.extend(_federated_clashes(federated, seen))
+    for name in federated:
+        seen.setdefault(name, -1)
     names: dict[str, str] = {}
     for path, composite in zip(paths, composites, strict=True):
         name = composite.name  # type: ignore[attr-defined]
@@ -203,6 +214,22 @@ def _cross_check(
                         f"(known backends: {', '.join(known) or 'none'})",
                     )
                 )
+    return issues
+
+
+def _federated_clashes(federated: Sequence[str], backends: Mapping[str, int]) -> list[Problem]:
+    """A federated namespace is a name of its own: neither a backend's nor another namespace's."""
+    issues: list[Problem] = []
+    seen: dict[str, int] = {}
+    for index, name in enumerate(federated):
+        path = join_path("federation.namespaces", index, "name")
+        if name in backends:
+            issues.append(Problem(path, f"namespace {name!r} is also the name of backends[{backends[name]}]"))
+        elif name in seen:
+            issues.append(
+                Problem(path, f"duplicate namespace {name!r} (also federation.namespaces[{seen[name]}])")
+            )
+        seen.setdefault(name, index)
     return issues
 
 

@@ -260,8 +260,50 @@ class AuthConfig(StrictModel):
     required: bool = False
 
 
+class FederatedNamespace(StrictModel):
+    """A namespace the operator reserves for federated clients: whose it is, and who sees it."""
+
+    name: str
+    tenant: str | None = None
+    """Only clients with a key of this tenant may register it (None: clients of any tenant, first come)."""
+    shared: bool = False
+    """Every tenant sees (and may call) its tools, not only the tenant that registered them."""
+
+    @field_validator("name")
+    @classmethod
+    def _name_pattern(cls, value: str) -> str:
+        if not BACKEND_NAME_RE.match(value):
+            raise ValueError(f"namespace {value!r} must match ^[a-z0-9][a-z0-9_-]{{0,31}}$")
+        return value
+
+
+class FederationConfig(StrictModel):
+    """Federated tools: clients connect out to `/api/v1/federation` and serve tools from their own network."""
+
+    enabled: bool = True
+    max_frame_bytes: int = Field(default=1 << 20, ge=4096, le=64 << 20)
+    """A larger WebSocket message closes the connection (1009); bounds what one client costs the gateway."""
+    max_tools: int = Field(default=256, ge=1, le=4096)
+    """Tools one namespace may register."""
+    max_clients: int = Field(default=16, ge=1, le=1024)
+    """Clients one namespace may have connected at once (on this gateway)."""
+    call_timeout: Duration = 30.0
+    """How long a call to a federated tool may take unless the tool's caller gives less."""
+    register_timeout: Duration = 10.0
+    """How long a new client has to answer `initialize` and `tools/list`."""
+    heartbeat_interval: Duration = 2.0
+    """How often the gateway pings a silent client."""
+    heartbeat_timeout: Duration = 5.0
+    """A client that answers nothing for this long is disconnected (and its calls fail)."""
+    namespaces: list[FederatedNamespace] = Field(default_factory=list)
+
+    def reserved(self, name: str) -> FederatedNamespace | None:
+        return next((n for n in self.namespaces if n.name == name), None)
+
+
 class Config(StrictModel):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    federation: FederationConfig = Field(default_factory=FederationConfig)
     backends: list[BackendConfig] = Field(default_factory=list)
     composite_tools: list[Any] = Field(default_factory=list)
     """Validated composite definitions (FanoutDef, RouterDef, WorkflowDef)."""

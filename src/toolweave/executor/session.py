@@ -8,7 +8,7 @@ from typing import Any
 
 from toolweave.composite.base import ElicitFn
 
-ALL_SCOPES = frozenset({"tools:read", "tools:call", "tools:admin"})
+ALL_SCOPES = frozenset({"tools:read", "tools:call", "tools:admin", "tools:federate"})
 CALL_SCOPE = "tools:call"
 
 

@@ -18,6 +18,7 @@ from toolweave.config.models import Config
 from toolweave.gateway import Gateway
 from toolweave.server.api import build_api
 from toolweave.server.auth import AuthMiddleware
+from toolweave.server.federation import federation_route
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
@@ -34,11 +35,13 @@ def create_app(
     on_startup: Any = None,
     on_shutdown: Any = None,
     middleware: list[Any] | None = None,
+    federation: Any = None,
 ) -> Starlette:
     """The whole HTTP surface of one gateway.
 
     `start_gateway=False` when the caller has already started it (tests, `serve`
-    that prints the backend table before binding).
+    that prints the backend table before binding). `federation`: the WebSocket route
+    of federated clients (default: without keys, every client is the local operator).
 
     With `json_response=False` (the default) a 2026-07-28 request that cannot receive
     notifications is still answered with plain JSON (`ModernJsonRouter`); requests that
@@ -92,7 +95,8 @@ def create_app(
             if start_gateway:
                 await gateway.stop()
 
-    routes: list[Route | Mount] = [mcp_route, *(extra_routes or [])]
+    federation_socket = federation if federation is not None else federation_route(gateway)
+    routes: list[Any] = [mcp_route, federation_socket, *(extra_routes or [])]
     settings = gateway.config.gateway
     guard = Middleware(
         HostOriginMiddleware,
@@ -157,6 +161,9 @@ def server_app(
         start_gateway=False,
         extra_routes=[Mount("/", app=build_api(rt))],
         middleware=[auth],
+        federation=federation_route(
+            rt.gateway, require_auth=rt.require_auth, keys=lambda: rt.key_cache if rt.started else None
+        ),
         on_startup=startup,
         on_shutdown=shutdown,
     )

@@ -12,9 +12,11 @@ other gateways sharing the database, told what to do through callbacks.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 
+from toolweave.backends.federated.protocol import UNAUTHORIZED
 from toolweave.config.models import Config
 from toolweave.gateway import Gateway
 from toolweave.services.change_feed import ChangeFeed, Mode, plan
@@ -28,6 +30,7 @@ from toolweave.store import (
     ConnectionRepository,
     Database,
     KeyRepository,
+    NotFound,
     SqlRunStore,
     TenantRepository,
 )
@@ -63,6 +66,7 @@ class ServerRuntime:
         """`auto` (see `toolweave.services.change_feed`), `poll` (polling only) or `off`."""
         self.sync: ChangeFeed | None = None
         self.started = False
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         settings = self.config.gateway
@@ -99,11 +103,30 @@ class ServerRuntime:
         )
 
     def _forget_key(self, key_id: str | None) -> None:
-        """A key changed elsewhere: drop it (or, when unknown which, every cached key)."""
+        """A key changed elsewhere: drop it (or, when unknown which, every cached key); a revoked key's
+        federated clients are disconnected (when unknown which, each reconnects and is checked again)."""
         if key_id is None:
             self.key_cache.clear()
         else:
             self.key_cache.forget_key(key_id)
+        task = asyncio.get_running_loop().create_task(self._disconnect_revoked(key_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _disconnect_revoked(self, key_id: str | None) -> None:
+        """Close the federated clients of `key_id` if it is revoked (None: of every revoked key)."""
+        federation = self.gateway.federation
+        ids = {key_id} if key_id is not None else {p.key_id for p in federation.peers if p.key_id}
+        for found in ids:
+            try:
+                revoked = (await self.keys.get(found)).revoked
+            except NotFound:
+                revoked = True
+            except Exception:
+                logger.warning("cannot check whether API key %s was revoked", found, exc_info=True)
+                continue
+            if revoked:
+                await federation.disconnect_key(found, UNAUTHORIZED, "the API key was revoked")
 
     # -- changes the other gateways sharing the database must hear of --------
 
@@ -111,6 +134,7 @@ class ServerRuntime:
         """Revoke a key: refused here at once, and on the other gateways as soon as they hear of it."""
         info = await self.keys.revoke(key_id, tenant)
         self.key_cache.forget_key(info.id)
+        await self.gateway.federation.disconnect_key(info.id, UNAUTHORIZED, "the API key was revoked")
         if self.sync is not None:
             self.sync.key_revoked(info.id)
         return info

@@ -25,7 +25,7 @@ from toolweave.store.database import Database
 from toolweave.store.errors import NotFound
 from toolweave.store.tables import api_keys, utcnow
 
-VALID_SCOPES: frozenset[str] = frozenset({"tools:read", "tools:call", "tools:admin"})
+VALID_SCOPES: frozenset[str] = frozenset({"tools:read", "tools:call", "tools:admin", "tools:federate"})
 KEY_PREFIX = "tw_"
 _RANDOM_BYTES = 32
 _RANDOM_CHARS = 43

@@ -1,0 +1,108 @@
+"""A federated namespace as a backend: its tools run in the clients that registered them.
+
+The catalog, the executor, composites and metrics see an ordinary backend
+named after the namespace. A call goes to the least busy of the namespace's
+clients (fewest calls in flight); when a client leaves, the next calls go to
+the others, and its calls in flight fail at once with an error naming it.
+The backend never holds a client's credentials: it only forwards the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from toolweave.backends.base import Backend
+from toolweave.backends.federated.manifest import Manifest, ToolMeta
+from toolweave.backends.federated.peer import PeerLost, RpcError
+from toolweave.config.models import BackendConfig
+from toolweave.results import error_result
+
+ProgressFn = Callable[[float, float | None, str | None], Any]
+
+
+class Server(Protocol):
+    """Whatever runs a namespace's calls: a client connected here, or one on another gateway (relayed)."""
+
+    label: str
+    in_flight: int
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, timeout: float, progress: ProgressFn | None
+    ) -> dict[str, Any]: ...
+
+
+class FederatedBackend(Backend):
+    """One namespace: its tools (from the first client's manifest) and the clients serving them."""
+
+    def __init__(self, manifest: Manifest, *, owner: str | None, shared: bool, timeout: float) -> None:
+        super().__init__(
+            BackendConfig.model_construct(name=manifest.namespace, timeout=timeout, namespace=True)
+        )
+        self.owner = None if shared else owner
+        self.tenant = owner
+        """The tenant whose clients may register this namespace (even when it is shared)."""
+        self.manifest = manifest
+        self.tools = list(manifest.tools)
+        self.servers: list[Server] = []
+        self._set_status("connected")
+        self._ready.set()
+
+    @property
+    def meta(self) -> dict[str, ToolMeta]:
+        return self.manifest.meta
+
+    async def start(self) -> None:
+        """Nothing to start: the clients connect to the gateway."""
+
+    async def stop(self) -> None:
+        self.servers.clear()
+        self._set_status("stopped")
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "transport": "federated",
+            "clients": [server.label for server in self.servers],
+        }
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> types.CallToolResult:
+        if not self.servers:
+            return error_result(
+                f"federated namespace {self.name!r} has no client connected; "
+                "the tool runs in its client's network, so try again once it reconnects"
+            )
+        server = min(self.servers, key=lambda s: s.in_flight)
+        limit = timeout if timeout is not None else self.config.timeout
+        try:
+            raw = await server.call_tool(name, arguments, timeout=limit, progress=progress)
+        except PeerLost as lost:
+            return error_result(
+                f"federated client {server.label} disconnected during the call to {name!r} ({lost}); "
+                "the call may or may not have run there"
+            )
+        except TimeoutError:
+            return error_result(
+                f"tool {name!r} on federated client {server.label} timed out after {limit:g}s "
+                "(the client was told to cancel it)"
+            )
+        except RpcError as error:
+            return error_result(f"federated client {server.label} rejected the call to {name!r}: {error}")
+        try:
+            return types.CallToolResult.model_validate(raw, by_name=False)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "result"
+            return error_result(
+                f"federated client {server.label} returned an invalid result for {name!r}: {where}: {first['msg']}"
+            )

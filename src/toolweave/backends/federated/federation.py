@@ -1,0 +1,156 @@
+"""The gateway's federated namespaces: who registered what, and whether they may.
+
+A registration is checked against everything the gateway already serves —
+a namespace can never take a configured backend's name, an exposed name
+another tool has, a namespace the operator reserved for another tenant, or a
+namespace another tenant's clients hold — and every problem is reported at
+once. Clients of one namespace must serve the same tools; the namespace
+lives while at least one of them is connected. Each change of the set of
+namespaces calls `changed` (the gateway rebuilds its catalog and tells MCP
+clients `list_changed`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from toolweave.backends.base import Backend
+from toolweave.backends.federated.backend import FederatedBackend, Server
+from toolweave.backends.federated.manifest import Manifest
+from toolweave.backends.federated.peer import FederatedPeer
+from toolweave.config.models import Config, FederationConfig
+from toolweave.problems import Problem, join_path
+
+logger = logging.getLogger("toolweave.federation")
+
+
+class Federation:
+    """Every federated namespace of one gateway (registered here, or relayed from another gateway)."""
+
+    def __init__(self, config: Config, *, lookup: Callable[[str], Any], changed: Callable[[], None]) -> None:
+        """`lookup(name)`: the catalog entry exposed under `name`, if any; `changed()`: the namespaces changed."""
+        self.settings: FederationConfig = config.federation
+        self.separator = config.gateway.separator
+        self._backend_names = frozenset(b.name for b in config.backends)
+        self._lookup = lookup
+        self._changed = changed
+        self.namespaces: dict[str, FederatedBackend] = {}
+        self.peers: set[FederatedPeer] = set()
+        """Clients connected to this gateway (registered or still registering)."""
+        self._numbers = itertools.count(1)
+
+    def backends(self) -> list[Backend]:
+        return list(self.namespaces.values())
+
+    def next_number(self) -> int:
+        """A number that tells apart the clients of one gateway in errors and logs."""
+        return next(self._numbers)
+
+    # -- registration ---------------------------------------------------------------
+
+    def check(self, manifest: Manifest, tenant: str | None) -> list[Problem]:
+        """Every reason this tenant may not register this manifest now (empty: it may)."""
+        namespace = manifest.namespace
+        problems = self._ownership_problems(namespace, tenant)
+        existing = self.namespaces.get(namespace)
+        if existing is not None and not problems:
+            if existing.manifest.fingerprint() != manifest.fingerprint():
+                problems.append(
+                    Problem(
+                        "tools",
+                        f"namespace {namespace!r} is already served with other tools (names or input schemas); "
+                        "every client of a namespace must serve the same tools",
+                    )
+                )
+            if len(existing.servers) >= self.settings.max_clients:
+                problems.append(
+                    Problem(
+                        "namespace",
+                        f"namespace {namespace!r} has the most clients allowed ({self.settings.max_clients})",
+                    )
+                )
+        for index, tool in enumerate(manifest.tools):
+            exposed = f"{namespace}{self.separator}{tool.name}"
+            entry = self._lookup(exposed)
+            if entry is not None and (entry.backend is None or entry.backend.name != namespace):
+                problems.append(
+                    Problem(
+                        join_path("tools", index, "name"),
+                        f"would be exposed as {exposed!r}, which is already {_what(entry)}; rename the tool",
+                    )
+                )
+        return problems
+
+    def _ownership_problems(self, namespace: str, tenant: str | None) -> list[Problem]:
+        if namespace in self._backend_names:
+            return [Problem("namespace", f"namespace {namespace!r} is the name of a configured backend")]
+        reserved = self.settings.reserved(namespace)
+        if reserved is not None and reserved.tenant is not None and reserved.tenant != tenant:
+            return [Problem("namespace", f"namespace {namespace!r} is reserved for another tenant")]
+        existing = self.namespaces.get(namespace)
+        if existing is not None and existing.tenant != tenant:
+            return [Problem("namespace", f"namespace {namespace!r} is registered by another tenant")]
+        return []
+
+    def attach(self, server: Server, manifest: Manifest, tenant: str | None) -> list[str]:
+        """Serve `manifest` with `server` (checked first with `check`); the exposed names of its tools."""
+        namespace = manifest.namespace
+        backend = self.namespaces.get(namespace)
+        if backend is None:
+            reserved = self.settings.reserved(namespace)
+            backend = FederatedBackend(
+                manifest,
+                owner=tenant,
+                shared=bool(reserved and reserved.shared),
+                timeout=self.settings.call_timeout,
+            )
+            backend.servers.append(server)
+            self.namespaces[namespace] = backend
+            logger.info(
+                "federation: %s registered namespace %s (%d tools)",
+                server.label,
+                namespace,
+                len(manifest.tools),
+            )
+            self._changed()
+        else:
+            backend.servers.append(server)
+            logger.info("federation: %s joined namespace %s", server.label, namespace)
+        return [f"{namespace}{self.separator}{tool.name}" for tool in manifest.tools]
+
+    def detach(self, server: Server) -> None:
+        """`server` serves nothing any more; a namespace left without clients goes away."""
+        for namespace, backend in list(self.namespaces.items()):
+            if server in backend.servers:
+                backend.servers.remove(server)
+                if not backend.servers:
+                    del self.namespaces[namespace]
+                    backend._set_status("stopped", f"its last client ({server.label}) left")
+                    logger.info(
+                        "federation: namespace %s has no clients left (%s left)", namespace, server.label
+                    )
+                    self._changed()
+
+    # -- disconnecting --------------------------------------------------------------
+
+    async def disconnect_key(self, key_id: str | None, code: int, reason: str) -> int:
+        """Close every client connected with `key_id` (every client when None); how many were closed."""
+        doomed = [peer for peer in self.peers if key_id is None or peer.key_id == key_id]
+        await asyncio.gather(*(peer.close(code, reason) for peer in doomed))
+        return len(doomed)
+
+    async def close(self, code: int, reason: str) -> None:
+        await self.disconnect_key(None, code, reason)
+
+
+def _what(entry: Any) -> str:
+    if entry.composite is not None:
+        return f"the composite tool {entry.name!r}"
+    backend = entry.backend
+    if isinstance(backend, FederatedBackend):
+        return f"tool {entry.backend_tool!r} of federated namespace {backend.name!r}"
+    return f"tool {entry.backend_tool!r} of backend {backend.name if backend else '?'!r}"
