@@ -4,7 +4,7 @@ Three entries reach it: the plain 2026-07-28 HTTP lane (`transport.PlainModernLa
 request objects at all), the SDK middleware fast path, and the SDK's own `tools/call`
 handler (cursors, input responses, a call that may ask the user on 2026-07-28). All three
 judge a request with the same predicate (`CallLane.fast_call`), refuse a caller without the
-`tools:call` scope with the same error (`require_call_scope`), decide "may this call ask the
+`tools:call` scope with the same error (`scopes.require_scope`), decide "may this call ask the
 user?" with the same test (`toolweave.executor.approval.may_elicit`), and end in the same
 `ToolExecutor.call` for the caller's session. The fast paths never answer an error of their
 own: a request they do not take (a caller without the scope included) goes to the SDK.
@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -31,18 +30,10 @@ from toolweave.executor import Registry, Session, ToolExecutor
 from toolweave.executor.approval import may_elicit
 from toolweave.executor.policy import lacks_call_scope
 
-SCOPE_ERROR = "this API key lacks the tools:call scope"
-
 _ENVELOPE_KEYS = frozenset(
     {PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY}
 )
 """`_meta` keys of a 2026-07-28 request (validated by the SDK's inbound ladder before middleware runs)."""
-
-
-def require_call_scope(session: Session) -> None:
-    """The MCP protocol error for a caller that may not call tools at all (before anything runs)."""
-    if lacks_call_scope(session):
-        raise MCPError(code=-32001, message=SCOPE_ERROR)
 
 
 class CallLane:

@@ -40,10 +40,10 @@ from toolweave.gateway import Gateway
 from toolweave.server.mcp.calls import (
     CallLane,
     plain_list_params,
-    require_call_scope,
     wire_listing,
 )
 from toolweave.server.mcp.elicitation import InputBroker, client_can_elicit, legacy_elicit
+from toolweave.server.mcp.scopes import missing_scope, require_scope
 
 logger = logging.getLogger("toolweave.server")
 SESSION_SCOPE_KEY = "toolweave.session"
@@ -171,14 +171,16 @@ class MCPFront:
         self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember_legacy(ctx)
-        return types.ListToolsResult(tools=self.gateway.list_tools(self._session(ctx).tenant))
+        session = self._session(ctx)
+        require_scope(session, "tools/list")
+        return types.ListToolsResult(tools=self.gateway.list_tools(session.tenant))
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember_legacy(ctx)  # a client that calls without listing first still hears of changes
         base = self._session(ctx)
-        require_call_scope(base)
+        require_scope(base, "tools/call")
         progress = _progress_fn(ctx)
         arguments = params.arguments or {}
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -203,9 +205,11 @@ class MCPFront:
 
         A middleware that returns without `call_next` is trusted as-is by the SDK (no
         params validation, no result re-validation), so this does what those steps
-        would have done for the requests it takes, and hands everything else on.
+        would have done for the requests it takes, and hands everything else on. Every method's
+        scope is checked here first (`scopes.METHOD_SCOPES`), whichever handler answers it.
         """
         method = ctx.method
+        require_scope(self._session(ctx), method)
         if method == "tools/call":
             call = self._plain_call(ctx)
             if call is not None:
@@ -307,9 +311,10 @@ class MCPFront:
 
     def plain_listing(self, scope: Any, verdict: Any, params: Any) -> bytes | None:
         """The JSON of a plain 2026-07-28 `tools/list` result (cached per snapshot), or None."""
-        if not plain_list_params(params):
-            return None
-        tenant = self._session_of_scope(scope).tenant
+        session = self._session_of_scope(scope)
+        if not plain_list_params(params) or missing_scope(session, "tools/list") is not None:
+            return None  # the SDK answers (a missing scope: the error of `_fast_path`)
+        tenant = session.tenant
         version = verdict.protocol_version
         listing, encoded = self._listing_for(tenant, version)
         if encoded is None:
@@ -322,14 +327,17 @@ class MCPFront:
     # -- resources and prompts -------------------------------------------------
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        require_scope(self._session(ctx), "resources/list")
         return types.ListResourcesResult(resources=[r for r, _ in self.gateway.resources().values()])
 
     async def _list_resource_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        require_scope(self._session(ctx), "resources/templates/list")
         return types.ListResourceTemplatesResult(resource_templates=self.gateway.resource_templates())
 
     async def _read_resource(
         self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        require_scope(self._session(ctx), "resources/read")
         uri = str(params.uri)
         found = self.gateway.resources().get(uri)
         backend = found[1] if found else self.gateway.backend_for_template(uri)
@@ -343,9 +351,11 @@ class MCPFront:
             raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
 
     async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        require_scope(self._session(ctx), "prompts/list")
         return types.ListPromptsResult(prompts=[p for p, _, _ in self.gateway.prompts().values()])
 
     async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        require_scope(self._session(ctx), "prompts/get")
         found = self.gateway.prompts().get(params.name)
         if found is None:
             raise MCPError(code=-32602, message=f"unknown prompt {params.name!r}")
