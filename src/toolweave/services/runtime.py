@@ -22,6 +22,7 @@ from toolweave.gateway import Gateway
 from toolweave.services.change_feed import ChangeFeed, Mode, plan
 from toolweave.services.connections import TenantBackends
 from toolweave.services.definitions import DefinitionService
+from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
 from toolweave.services.metrics import Metrics
 from toolweave.store import (
@@ -67,6 +68,8 @@ class ServerRuntime:
         self.sync: ChangeFeed | None = None
         self.started = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self.relay: FederationRelay | None = None
+        """Federated tools across the gateways sharing the database (with Redis)."""
 
     async def start(self) -> None:
         settings = self.config.gateway
@@ -85,6 +88,9 @@ class ServerRuntime:
             feed = self.sync
             self.definitions.on_change = lambda row: feed.definitions_changed(row.id)
             await feed.start()
+        if settings.redis_url and self.config.federation.enabled:
+            self.relay = FederationRelay(self.gateway.federation, self.db, settings.redis_url)
+            await self.relay.start()
         self.started = True
 
     def _change_feed(self, definitions: DefinitionService) -> ChangeFeed | None:
@@ -147,6 +153,10 @@ class ServerRuntime:
 
     async def close(self) -> None:
         """Stop in reverse order; each step runs even when an earlier one failed."""
+        if self.relay is not None:
+            with contextlib.suppress(Exception):
+                await self.relay.close()
+            self.relay = None
         if self.sync is not None:
             with contextlib.suppress(Exception):
                 await self.sync.close()

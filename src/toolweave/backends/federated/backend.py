@@ -29,6 +29,8 @@ class Server(Protocol):
 
     label: str
     in_flight: int
+    relayed: bool
+    """True for a client of another gateway, reached through the relay."""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, timeout: float, progress: ProgressFn | None
@@ -77,12 +79,24 @@ class FederatedBackend(Backend):
         timeout: float | None = None,
         progress: ProgressFn | None = None,
     ) -> types.CallToolResult:
-        if not self.servers:
+        return await self.call_on(self.servers, name, arguments, timeout=timeout, progress=progress)
+
+    async def call_on(
+        self,
+        servers: list[Server],
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> types.CallToolResult:
+        """Call on the least busy of `servers` (a client here before one on another gateway, when tied)."""
+        if not servers:
             return error_result(
                 f"federated namespace {self.name!r} has no client connected; "
                 "the tool runs in its client's network, so try again once it reconnects"
             )
-        server = min(self.servers, key=lambda s: s.in_flight)
+        server = min(servers, key=lambda s: (s.in_flight, s.relayed))
         limit = timeout if timeout is not None else self.config.timeout
         try:
             raw = await server.call_tool(name, arguments, timeout=limit, progress=progress)

@@ -41,6 +41,8 @@ class Federation:
         self.namespaces: dict[str, FederatedBackend] = {}
         self.peers: set[FederatedPeer] = set()
         """Clients connected to this gateway (registered or still registering)."""
+        self.local_listeners: list[Callable[[], None]] = []
+        """Told when a client connected HERE registers or leaves (the relay announces it to other gateways)."""
         self._numbers = itertools.count(1)
 
     def backends(self) -> list[Backend]:
@@ -120,6 +122,7 @@ class Federation:
         else:
             backend.servers.append(server)
             logger.info("federation: %s joined namespace %s", server.label, namespace)
+        self._local_changed(server)
         return [f"{namespace}{self.separator}{tool.name}" for tool in manifest.tools]
 
     def detach(self, server: Server) -> None:
@@ -134,6 +137,21 @@ class Federation:
                         "federation: namespace %s has no clients left (%s left)", namespace, server.label
                     )
                     self._changed()
+                self._local_changed(server)
+
+    def local_servers(self, namespace: str) -> list[Server]:
+        """The clients of `namespace` connected to this gateway (not those relayed from others)."""
+        backend = self.namespaces.get(namespace)
+        return [s for s in backend.servers if not s.relayed] if backend else []
+
+    def _local_changed(self, server: Server) -> None:
+        if server.relayed:
+            return
+        for listener in list(self.local_listeners):
+            try:
+                listener()
+            except Exception:
+                logger.exception("federation: a registration listener failed")
 
     # -- disconnecting --------------------------------------------------------------
 

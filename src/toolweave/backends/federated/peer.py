@@ -54,6 +54,8 @@ class _Pending:
 class FederatedPeer:
     """The gateway's end of one client connection."""
 
+    relayed = False
+
     def __init__(
         self,
         channel: Channel,
