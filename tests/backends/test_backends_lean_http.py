@@ -1,6 +1,6 @@
 """HTTP backends call tools through the lean caller on the wire their SDK client negotiated (2026-07-28 or
 2025-11-25), with progress and `Mcp-Param-*` headers, and hand a call to the SDK client only where its own
-logic is needed (a stale header map)."""
+logic is needed (a stale header map); a stream the server closes early is resumed, the backend stays."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
@@ -127,3 +128,59 @@ async def test_calls_in_parallel_share_the_pool(backend: Any) -> None:
     results = await asyncio.gather(*(backend.call_tool("total", {"a": i, "b": i}) for i in range(12)))
     assert [r.structured_content["sum"] for r in results] == [2 * i for i in range(12)]
     assert 1 <= len(backend._caller._idle) <= 12
+
+
+class MemoryEventStore(EventStore):
+    """Every event kept, so a client can resume a stream the server closed (what makes a server resumable)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        event_id = str(len(self.events) + 1)
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: Any) -> str | None:
+        found = [index for index, event in enumerate(self.events) if event[0] == last_event_id]
+        if not found:
+            return None
+        stream_id = self.events[found[0]][1]
+        for event_id, stream, message in self.events[found[0] + 1 :]:
+            if stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
+resumable_server = MCPServer("resumable")
+
+
+@resumable_server.tool()
+async def interrupted(ctx: Context) -> str:
+    """Report progress, close this call's stream (the client must resume it), then answer."""
+    await ctx.report_progress(1, 2)
+    await ctx.close_sse_stream()
+    await asyncio.sleep(0.2)
+    await ctx.report_progress(2, 2)
+    return "answered after the stream was resumed"
+
+
+async def test_a_stream_the_server_closes_is_resumed_not_reconnected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_module, "Client", functools.partial(Client, mode="legacy"))
+    app = resumable_server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=50)
+    async with serve_asgi(app, lifespan="auto", timeout_graceful_shutdown=1) as base:
+        backend = MCPBackend(BackendConfig.model_validate({"name": "resumable", "url": f"{base}/mcp"}))
+        await backend.start()
+        try:
+            assert await backend.wait_ready(15), backend.last_error
+            assert backend._caller is not None
+            statuses: list[str] = []
+            backend.on_change(lambda changed: statuses.append(changed.status))
+            seen: list[tuple[Any, ...]] = []
+            result = await backend.call_tool("interrupted", {}, progress=lambda *args: seen.append(args))
+            assert text(result) == "answered after the stream was resumed", text(result)
+            assert seen == [(1, 2, None), (2, 2, None)]
+            assert not (await backend.call_tool("interrupted", {})).is_error
+            assert backend.status == "connected" and statuses == []  # never torn down
+        finally:
+            await backend.stop()

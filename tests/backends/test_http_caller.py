@@ -1,7 +1,8 @@
 """The lean `tools/call` caller against a scripted HTTP/1.1 server on loopback: the wire it writes
 (headers, envelope, `Mcp-Param-*`, session id), JSON, chunked and SSE answers with progress, keep-alive
 reuse, the once-only retry on a stale connection, errors the way the SDK transport reports them, and
-cancellation closing the connection."""
+cancellation closing the connection, priming events, streams resumed with `Last-Event-ID`, answers with
+another request's id."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ class Request:
     body: dict[str, Any]
     connection: int
     reader: asyncio.StreamReader
+    line: str = ""
+    """The request line, e.g. `GET /mcp HTTP/1.1` (a resumption)."""
 
 
 @dataclass
@@ -58,8 +61,9 @@ async def _serve(script: Script, reader: asyncio.StreamReader, writer: asyncio.S
                 if line:
                     name, _, value = line.partition(":")
                     head[name.strip().lower()] = value.strip()
-            body = orjson.loads(await reader.readexactly(int(head["content-length"])))
-            request = Request(head, body, number, reader)
+            length = int(head.get("content-length", "0"))
+            body = orjson.loads(await reader.readexactly(length)) if length else {}
+            request = Request(head, body, number, reader, lines[0])
             script.requests.append(request)
             pieces = await script.answer(request)
             if pieces is None:
@@ -438,3 +442,101 @@ def test_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert proxied("http://backend.example/mcp")
     monkeypatch.setenv("NO_PROXY", "backend.example")
     assert not proxied("http://backend.example/mcp")
+
+
+def sse_head() -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def priming(event_id: str, retry_ms: int = 10) -> bytes:
+    """What a resumable server (one with an event store) sends first: an id, a retry delay, no data."""
+    return f"id: {event_id}\nretry: {retry_ms}\ndata: \n\n".encode()
+
+
+async def test_priming_events_carry_no_message(server: Any) -> None:
+    async def primed(request: Request) -> list[bytes]:
+        stream = (
+            priming("s1-0")
+            + b": a comment line\n\n"
+            + b"event: other\ndata: not json\n\n"
+            + b"id: s1-1\n"
+            + sse_event(result_of(request, "primed"))
+        )
+        return [sse_head(), *chunked(stream)]
+
+    url, script = await server(primed)
+    caller = HttpToolCaller(url, protocol_version="2025-11-25", session_id="s")
+    for _ in range(2):
+        assert (await caller.call("echo", {}))["content"][0]["text"] == "primed"
+    assert script.connections == 1  # the stream ended cleanly: the connection is reused
+    await caller.close()
+
+
+@pytest.mark.parametrize("how", ["clean end", "dropped connection"])
+async def test_a_stream_closed_early_is_resumed_with_last_event_id(server: Any, how: str) -> None:
+    def progress_event(token: int, value: int) -> bytes:
+        params = {"progressToken": token, "progress": value, "total": 2}
+        return sse_event({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+    async def resumable(request: Request) -> list[bytes] | None:
+        call = script.requests[0]
+        if request.line.startswith("POST"):
+            stream = priming("e-1") + b"id: e-2\n" + progress_event(call.body["id"], 1)
+            if how == "clean end":
+                return [sse_head(), *chunked(stream)]
+            script.writers[-1].write(sse_head() + b"%x\r\n%s\r\n" % (len(stream), stream))
+            return None  # the connection closes in the middle of the chunked body
+        stream = b"id: e-3\n" + progress_event(call.body["id"], 2) + b"id: e-4\n" + sse_event(result_of(call))
+        return [sse_head(), *chunked(stream)]
+
+    url, script = await server(resumable)
+    caller = HttpToolCaller(url, protocol_version="2025-11-25", session_id="sess")
+    seen: list[tuple[float, float | None, str | None]] = []
+    result = await caller.call("slow", {}, progress=lambda *args: seen.append(args))
+    assert result["content"][0]["text"] == "ok"
+    post, get = script.requests  # the tool call was sent once: it already runs on the server
+    assert post.line.startswith("POST") and get.line.startswith("GET /mcp ")
+    assert get.head["last-event-id"] == "e-2"
+    assert get.head["mcp-session-id"] == "sess"
+    assert get.head["accept"] == "text/event-stream"
+    assert get.head["mcp-protocol-version"] == "2025-11-25"
+    assert seen == [(1, 2, None), (2, 2, None)]
+    await caller.close()
+
+
+async def test_a_stream_that_cannot_be_resumed_fails_the_call_only(server: Any) -> None:
+    async def early(request: Request) -> list[bytes]:
+        if request.line.startswith("GET"):
+            return json_answer(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "no"}},
+                "405 Method Not Allowed",
+            )
+        if request.body["params"]["name"] == "no_id":
+            return [sse_head(), *chunked(b"data: \n\n")]
+        return [sse_head(), *chunked(priming("p-1", retry_ms=1))]
+
+    url, script = await server(early)
+    caller = HttpToolCaller(url, protocol_version="2025-11-25", session_id="s")
+    with pytest.raises(RpcError) as raised:
+        await caller.call("no_id", {})
+    assert raised.value.message == "SSE stream ended without a response"
+    with pytest.raises(RpcError) as raised:
+        await caller.call("primed", {})
+    assert raised.value.message == "SSE stream ended and reconnection attempts were exhausted"
+    assert [r.line.split()[0] for r in script.requests] == ["POST", "POST", "GET", "GET"]
+    await caller.close()
+
+
+@pytest.mark.parametrize("shape", ["json", "sse"])
+async def test_an_answer_with_another_requests_id_is_rejected(server: Any, shape: str) -> None:
+    async def wrong_id(request: Request) -> list[bytes]:
+        message = {**result_of(request, "not yours"), "id": request.body["id"] + 41}
+        if shape == "json":
+            return json_answer(message)
+        return [sse_head(), *chunked(sse_event(message))]
+
+    url, _script = await server(wrong_id)
+    caller = HttpToolCaller(url, protocol_version="2026-07-28", envelope=ENVELOPE)
+    with pytest.raises(ValueError, match=r"the answer is for request id 42, not 1"):
+        await caller.call("echo", {})
+    await caller.close()

@@ -15,7 +15,11 @@ Wire, per the revision the SDK client negotiated:
 - 2025-11-25: the SDK handshake's `Mcp-Session-Id` and `MCP-Protocol-Version`.
 
 A response is `application/json` or `text/event-stream` (progress notifications,
-then the response). A request that failed on a *reused* keep-alive connection before
+then the response). Events with no data (a resumable server's priming event: just an
+`id:` and a `retry:`) carry no message; a stream that ends before its response after an
+event with an `id` is resumed with a GET and `Last-Event-ID`, as the SDK client does,
+never re-sent (the tool already runs). An answer whose JSON-RPC id is not the
+request's is rejected, not taken for its answer. A request that failed on a *reused* keep-alive connection before
 any byte of the answer arrived is sent once more on a fresh one (the server may have
 closed an idle connection just then); once an answer has started, never.
 """
@@ -35,7 +39,7 @@ from urllib.parse import urlsplit
 
 import orjson
 from mcp.shared.inbound import encode_header_value, mcp_param_headers
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 logger = logging.getLogger("toolweave.backends")
 
@@ -47,6 +51,12 @@ MAX_IDLE_CONNECTIONS = 32
 """Idle keep-alive connections kept per backend; more are closed when they come back."""
 DRAIN_TIMEOUT = 5.0
 """How long the end of an SSE body may take after its response event before the connection is dropped."""
+RESUME_ATTEMPTS = 2
+"""Consecutive failed resumptions of one call's stream before it fails (the SDK client's limit)."""
+DEFAULT_RESUME_DELAY = 1.0
+"""Seconds before resuming a stream whose server named no `retry:` (the SDK client's default)."""
+MAX_RESUME_DELAY = 30.0
+"""A server's `retry:` is honoured up to this; the call's own timeout bounds the whole call anyway."""
 _HEAD_LIMIT = 1 << 16
 _OWN_HEADERS = frozenset(
     {
@@ -139,22 +149,22 @@ class HttpToolCaller:
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._ssl: ssl.SSLContext | None = ssl.create_default_context() if parts.scheme == "https" else None
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        host_header = parts.netloc.rsplit("@", 1)[-1]
-        lines = [
-            f"POST {target} HTTP/1.1",
-            f"host: {host_header}",
-            "content-type: application/json",
-            "accept: application/json, text/event-stream",
-            f"mcp-protocol-version: {protocol_version}",
-        ]
-        if self.modern:
-            lines.append("mcp-method: tools/call")
+        common = [f"host: {parts.netloc.rsplit('@', 1)[-1]}", f"mcp-protocol-version: {protocol_version}"]
         if session_id:
-            lines.append(f"mcp-session-id: {session_id}")
+            common.append(f"mcp-session-id: {session_id}")
         for name, value in (headers or {}).items():
             if name.lower() not in _OWN_HEADERS:
-                lines.append(f"{name}: {value}")
-        self._head = ("\r\n".join(lines) + "\r\n").encode("latin-1", "replace")
+                common.append(f"{name}: {value}")
+        post = [
+            f"POST {target} HTTP/1.1",
+            "content-type: application/json",
+            "accept: application/json, text/event-stream",
+            *(["mcp-method: tools/call"] if self.modern else []),
+            *common,
+        ]
+        self._head = _head_bytes(post)
+        self._resume_head = _head_bytes([f"GET {target} HTTP/1.1", "accept: text/event-stream", *common])
+        """Resuming a call's stream: a GET that names the last event seen in a `last-event-id` line."""
         self._envelope = dict(envelope) if envelope is not None else None
         self.header_maps: Mapping[str, HeaderMap] = header_maps or {}
         self._on_notification = on_notification
@@ -232,6 +242,7 @@ class HttpToolCaller:
             for connection in self._idle:
                 connection.close()
             self._idle.clear()
+        events = _SseEvents()
         connection = await self._acquire()
         self._busy.add(connection)
         reusable = False
@@ -244,16 +255,28 @@ class HttpToolCaller:
                 if connection.reused and not partial:
                     raise _Stale from error
                 raise
-            message, reusable = await self._response(connection, head, request_id, progress)
-            return _result_of(message)
+            message, reusable = await self._response(connection, head, request_id, progress, events)
+        except (EOFError, ConnectionError):
+            if events.last_id is None:
+                raise
+            message = None  # the stream broke after an event we can resume from
         finally:
             self._busy.discard(connection)
             self._release(connection, reusable)
+        if message is None:
+            message = await self._resume(request_id, progress, events)
+        return _result_of(message)
 
     async def _response(
-        self, connection: _Connection, head: bytes, request_id: int, progress: ProgressFn | None
-    ) -> tuple[dict[str, Any], bool]:
-        """The JSON-RPC response for `request_id`, and whether the connection can be reused."""
+        self,
+        connection: _Connection,
+        head: bytes,
+        request_id: int,
+        progress: ProgressFn | None,
+        events: _SseEvents,
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """The JSON-RPC response for `request_id` (None: its stream ended early) and whether the
+        connection can be reused."""
         status, headers = _parse_head(head)
         reader = connection.reader
         keep_alive = headers.get("connection", "").lower() != "close"
@@ -273,9 +296,9 @@ class HttpToolCaller:
                 message = orjson.loads(body)
             except orjson.JSONDecodeError as error:
                 raise RpcError(PARSE_ERROR, f"Failed to parse JSON response: {error}") from error
-            return _checked_message(message), keep_alive and _delimited(headers)
+            return _checked_message(message, request_id), keep_alive and _delimited(headers)
         if content_type.startswith("text/event-stream"):
-            return await self._sse(reader, headers, request_id, progress, keep_alive)
+            return await self._sse(reader, headers, request_id, progress, keep_alive, events)
         await _read_body(reader, headers)
         raise RpcError(INVALID_REQUEST, f"Unexpected content type: {content_type}")
 
@@ -286,9 +309,10 @@ class HttpToolCaller:
         request_id: int,
         progress: ProgressFn | None,
         keep_alive: bool,
-    ) -> tuple[dict[str, Any], bool]:
+        events: _SseEvents,
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """The response on an event stream, or None when the stream ended (cleanly) before it."""
         chunks = _body_chunks(reader, headers)
-        events = _SseEvents()
         response: dict[str, Any] | None = None
         try:
             async for data in chunks:
@@ -298,23 +322,77 @@ class HttpToolCaller:
                         continue
                     if "method" in message:
                         await self._server_message(message, request_id, progress)
-                    elif message.get("id") == request_id and ("result" in message or "error" in message):
-                        response = message
+                    elif "result" in message or "error" in message:
+                        response = _checked_message(message, request_id)
                         break
                 if response is not None:
                     break
             if response is None:
-                raise EOFError("the event stream ended without a response")
+                return None, keep_alive and _delimited(headers)
             # read to the end of the body so the connection can carry the next call
             try:
                 async with asyncio.timeout(DRAIN_TIMEOUT):
                     async for _rest in chunks:
                         pass
             except TimeoutError:
-                return _checked_message(response), False
-            return _checked_message(response), keep_alive and _delimited(headers)
+                return response, False
+            return response, keep_alive and _delimited(headers)
         finally:
             await chunks.aclose()
+
+    async def _resume(
+        self, request_id: int, progress: ProgressFn | None, events: _SseEvents
+    ) -> dict[str, Any]:
+        """The response of a call whose stream ended early: GET with `Last-Event-ID`, as the SDK client does.
+
+        The call already runs on the server, so it is never sent again. A stream that ends without an
+        event id cannot be resumed: that call fails (the SDK's answer), the backend's session stays.
+        """
+        failures = 0
+        last_failure: BaseException | None = None
+        while events.last_id is not None and failures < RESUME_ATTEMPTS:
+            await asyncio.sleep(events.resume_delay())
+            seen = events.last_id
+            try:
+                message = await self._resume_once(request_id, progress, events)
+            except (OSError, EOFError, ValueError, RpcError) as error:
+                last_failure = error
+                failures += 1
+                continue
+            if message is not None:
+                return message
+            failures = 0 if events.last_id != seen else failures + 1
+        if events.last_id is None:
+            raise RpcError(CONNECTION_CLOSED, "SSE stream ended without a response")
+        if isinstance(last_failure, OSError):
+            raise last_failure  # the server is gone: a lost connection, as any other
+        raise RpcError(CONNECTION_CLOSED, "SSE stream ended and reconnection attempts were exhausted")
+
+    async def _resume_once(
+        self, request_id: int, progress: ProgressFn | None, events: _SseEvents
+    ) -> dict[str, Any] | None:
+        last_id = (events.last_id or "").replace("\r", "").replace("\n", "")
+        request = self._resume_head + f"last-event-id: {last_id}\r\n\r\n".encode("latin-1", "replace")
+        connection = await self._acquire()
+        self._busy.add(connection)
+        reusable = False
+        try:
+            connection.writer.write(request)
+            status, headers = _parse_head(await connection.reader.readuntil(b"\r\n\r\n"))
+            keep_alive = headers.get("connection", "").lower() != "close"
+            if status != 200 or not headers.get("content-type", "").lower().startswith("text/event-stream"):
+                await _read_body(connection.reader, headers)
+                reusable = keep_alive and _delimited(headers)
+                raise RpcError(INTERNAL_ERROR, f"resuming the stream: HTTP {status}")
+            message, reusable = await self._sse(
+                connection.reader, headers, request_id, progress, keep_alive, events
+            )
+            return message
+        except asyncio.IncompleteReadError as error:
+            raise EOFError("the connection closed while resuming the stream") from error
+        finally:
+            self._busy.discard(connection)
+            self._release(connection, reusable)
 
     async def _server_message(
         self, message: dict[str, Any], request_id: int, progress: ProgressFn | None
@@ -433,12 +511,18 @@ async def _body_chunks(reader: asyncio.StreamReader, headers: Mapping[str, str])
 
 
 class _SseEvents:
-    """Incremental `text/event-stream` parsing: the `data` of each complete event."""
+    """Incremental `text/event-stream` parsing: the `data` of each complete `message` event.
 
-    __slots__ = ("_buffer",)
+    Remembers the last event id and `retry:` delay, which resuming a stream needs. An event without
+    data (a priming event) or of another type carries no message and yields nothing, as in the SDK.
+    """
+
+    __slots__ = ("_buffer", "last_id", "retry")
 
     def __init__(self) -> None:
         self._buffer = b""
+        self.last_id: str | None = None
+        self.retry: float | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
         buffer = (self._buffer + data).replace(b"\r\n", b"\n")
@@ -448,17 +532,51 @@ class _SseEvents:
             if end < 0:
                 break
             event, buffer = buffer[:end], buffer[end + 2 :]
-            lines = [line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
-            if lines:
-                events.append(b"\n".join(line[1:] if line.startswith(b" ") else line for line in lines))
+            payload = self._event(event)
+            if payload:
+                events.append(payload)
         self._buffer = buffer
         return events
 
+    def _event(self, event: bytes) -> bytes | None:
+        data: list[bytes] = []
+        kind = b"message"
+        for line in event.split(b"\n"):
+            name, colon, value = line.partition(b":")
+            if not colon or not name:
+                continue  # a comment (`: ...`) or a line that is no field
+            if value.startswith(b" "):
+                value = value[1:]
+            if name == b"data":
+                data.append(value)
+            elif name == b"id" and b"\0" not in value:
+                self.last_id = value.decode("utf-8", "replace") or None
+            elif name == b"retry" and value.isdigit():
+                self.retry = int(value) / 1000
+            elif name == b"event":
+                kind = value or b"message"
+        if kind != b"message":
+            return None
+        return b"\n".join(data)
 
-def _checked_message(message: Any) -> dict[str, Any]:
+    def resume_delay(self) -> float:
+        return min(self.retry if self.retry is not None else DEFAULT_RESUME_DELAY, MAX_RESUME_DELAY)
+
+
+def _checked_message(message: Any, request_id: int) -> dict[str, Any]:
     if not isinstance(message, dict) or ("result" not in message and "error" not in message):
         raise ValueError("the answer is not a JSON-RPC response")
+    answered = message.get("id")
+    if answered != request_id or isinstance(answered, bool):
+        if answered is None and "error" in message:
+            return message  # an error the server could not tie to a request (e.g. its parse error)
+        raise ValueError(f"the answer is for request id {answered!r}, not {request_id}")
     return message
+
+
+def _head_bytes(lines: list[str]) -> bytes:
+    """Request line and headers, each ended by CRLF; the caller adds its own headers and the blank line."""
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1", "replace")
 
 
 def _result_of(message: dict[str, Any]) -> dict[str, Any]:
