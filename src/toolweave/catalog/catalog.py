@@ -21,7 +21,7 @@ import mcp_types as types
 from toolweave import composite as composites
 from toolweave.backends.base import Backend
 from toolweave.catalog.search import CALL_TOOL, FIND_TOOLS, SEARCH_TOOLS, ToolIndex
-from toolweave.composite.base import BuildError, Composite, ResolvedTool
+from toolweave.composite.base import BuildError, Composite, ResolvedTool, ToolResolver
 from toolweave.composite.kinds import tool_references
 from toolweave.composite.workflow.graph import find_composite_cycles, format_cycle
 from toolweave.config.models import BackendConfig, Config
@@ -46,7 +46,10 @@ class Entry:
     backend_tool: str | None = None
     composite: Composite | None = None
     hidden: bool = False
-    """Hidden from clients by a filter; still callable from composites."""
+    """Not listed to clients (a filter, or a lost name conflict); still callable from composites."""
+    filtered: bool = False
+    """Hidden by the operator's filters (`hide`, `expose`, `read_only_only`, `hide_destructive`): only
+    composites of the config file may call it (unless `policy.api_composites_call_hidden`)."""
     tool_class: ToolClass = "serial"
     timeout: float | None = None
     max_concurrency: int | None = None
@@ -215,9 +218,13 @@ class Catalog:
         catalog.federated = frozenset(n.name for n in config.federation.namespaces)
         for backend in backends:
             catalog._add_backend(backend)
-        catalog._add_composites(definitions, owners or {})
+        catalog._add_composites(definitions, owners or {}, config.policy.api_composites_call_hidden)
         catalog._finish(config)
         return catalog
+
+    def seen_by(self, owner: str | None, *, call_hidden: bool = False) -> ToolResolver:
+        """The catalog as the definer of an API composite sees it (see `DefinerView`)."""
+        return DefinerView(self, owner, call_hidden)
 
     def _add_backend(self, backend: Backend) -> None:
         config = backend.config
@@ -240,6 +247,7 @@ class Catalog:
                     backend=backend,
                     backend_tool=tool.name,
                     hidden=hidden,
+                    filtered=hidden,
                     tool_class=_tool_class(tool, config, override),
                     timeout=override.timeout if override and override.timeout is not None else None,
                     max_concurrency=override.max_concurrency if override else None,
@@ -289,7 +297,11 @@ class Catalog:
         self.entries[entry.name] = entry
         return True
 
-    def _add_composites(self, definitions: Sequence[Any], owners: Mapping[str, str | None]) -> None:
+    def _add_composites(
+        self, definitions: Sequence[Any], owners: Mapping[str, str | None], call_hidden: bool
+    ) -> None:
+        """Composites in dependency order. A name in `owners` is an API definition: it is built
+        against what its tenant sees (`seen_by`); the others are the config file's."""
         pending = list(definitions)
         names = {d.name for d in pending}
         progress = True
@@ -301,7 +313,11 @@ class Catalog:
                     continue
                 pending.remove(definition)
                 progress = True
-                self._build_one(definition, owners.get(definition.name))
+                if definition.name in owners:
+                    owner = owners[definition.name]
+                    self._build_one(definition, owner, self.seen_by(owner, call_hidden=call_hidden))
+                else:
+                    self._build_one(definition, None, self)
         self._degrade_unbuildable(pending, names)
 
     def _degrade_unbuildable(self, pending: list[Any], names: set[str]) -> None:
@@ -319,9 +335,13 @@ class Catalog:
                 problem = f"calls composites that could not be built: {', '.join(blocked)}"
             self._degrade(definition.name, [Problem("", problem)])
 
-    def _build_one(self, definition: Any, owner: str | None) -> None:
+    def _build_one(self, definition: Any, owner: str | None, resolver: ToolResolver) -> None:
+        hidden = _filtered_references(definition, resolver)
+        if hidden:
+            self._degrade(definition.name, hidden)
+            return
         try:
-            composite = composites.build_composite(definition, self)
+            composite = composites.build_composite(definition, resolver)
         except BuildError as error:
             self._degrade(definition.name, error.issues)
             return
@@ -366,6 +386,56 @@ class Catalog:
         self.pinned = frozenset(config.gateway.pinned)
         if config.gateway.tool_exposure == "search":
             self.index = ToolIndex(self.listed)
+
+
+class DefinerView:
+    """The catalog as the definer of an API composite sees it: its tenant's and the shared tools.
+
+    Another tenant's tool resolves to None, so referencing it answers exactly like an unknown
+    name (its existence is not revealed). A tool the operator's filters hide resolves to None
+    too unless `call_hidden` (the operator's `policy.api_composites_call_hidden`): otherwise a
+    tenant could publish it under a name of its own; `filtered_reference` says why instead.
+    """
+
+    __slots__ = ("_call_hidden", "_catalog", "_owner")
+
+    def __init__(self, catalog: Catalog, owner: str | None, call_hidden: bool) -> None:
+        self._catalog = catalog
+        self._owner = owner
+        self._call_hidden = call_hidden
+
+    def _visible(self, reference: str) -> Entry | None:
+        entry = self._catalog.lookup(reference)
+        return entry if entry is not None and entry.visible_to(self._owner) else None
+
+    def resolve(self, reference: str) -> ResolvedTool | None:
+        entry = self._visible(reference)
+        if entry is None or (entry.filtered and not self._call_hidden):
+            return None
+        return entry.resolved()
+
+    def filtered_reference(self, reference: str) -> bool:
+        """Whether `reference` names a tool this definer may see exists but may not call (filtered)."""
+        entry = self._visible(reference)
+        return entry is not None and entry.filtered and not self._call_hidden
+
+
+HIDDEN_BY_OPERATOR = (
+    "tool {tool!r} is hidden by the operator (hide, expose, read_only_only or hide_destructive): "
+    "composites defined through the API cannot call it (the config file's can; the operator may "
+    "allow it with policy.api_composites_call_hidden = true)"
+)
+
+
+def _filtered_references(definition: Any, resolver: ToolResolver) -> list[Problem]:
+    """One problem per reference to a tool the operator hid, when `resolver` may not call those."""
+    if not isinstance(resolver, DefinerView):
+        return []
+    return [
+        Problem(ref.path, HIDDEN_BY_OPERATOR.format(tool=ref.tool))
+        for ref in tool_references(definition)
+        if resolver.filtered_reference(ref.tool)
+    ]
 
 
 def _filtered(tool: types.Tool, config: BackendConfig, expose: PatternSet, hide: PatternSet) -> bool:

@@ -252,6 +252,9 @@ class PolicyConfig(StrictModel):
     approval: list[Pattern] = Field(default_factory=list)
     """Tools that need the user's yes (asked by elicitation) before they run."""
     approve_destructive: bool = False
+    api_composites_call_hidden: bool = False
+    """Let composites defined through the API call tools the backend filters hide (the config
+    file's composites always may)."""
     concurrent_width: int = Field(default=10, ge=1)
     read_width: int = Field(default=64, ge=1)
 

@@ -246,7 +246,7 @@ class DefinitionService:
         self, tenant: str | None, definition: Mapping[str, Any], status: str, note: str | None
     ) -> StoredComposite:
         async with self._lock:
-            model = self._validate(definition, exclude_id=None)
+            model = self._validate(definition, tenant, exclude_id=None)
             stored = await self.repo.create(tenant, definition, status=status, note=note)
             self._known[stored.id] = _Known(stored, model)
             await self._apply()
@@ -268,10 +268,10 @@ class DefinitionService:
             current = await self.repo.get(tool_id, tenant)
             definition = merge_patch(current.definition, patch) if patch is not None else None
             if definition is not None:
-                model = self._validate(definition, exclude_id=current.id)
+                model = self._validate(definition, current.tenant, exclude_id=current.id)
             elif status == "active" and current.status not in SERVED_STATUSES:
                 model = self._validate(
-                    current.definition, exclude_id=current.id
+                    current.definition, current.tenant, exclude_id=current.id
                 )  # activating: must build now
             else:
                 model = self._known[current.id].model if current.id in self._known else None
@@ -309,14 +309,14 @@ class DefinitionService:
 
     # -- validation --------------------------------------------------------
 
-    def _validate(self, definition: Any, *, exclude_id: str | None) -> BaseModel:
+    def _validate(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
         model, problems = parse_definition(definition)
         if model is None:
             raise DefinitionError(
                 422, "invalid_definition", f"the definition has {len(problems)} problem(s)", problems
             )
         self.check_name(model.name, exclude_id=exclude_id)  # type: ignore[attr-defined]
-        problems = self.trial_problems(model, exclude_id=exclude_id)
+        problems = self.trial_problems(model, tenant, exclude_id=exclude_id)
         if problems:
             raise DefinitionError(
                 422,
@@ -358,35 +358,43 @@ class DefinitionService:
                 [Problem("definition.name", f"taken by backend {backend!r} tool {entry.backend_tool!r}")],
             )
 
-    def trial_problems(self, model: BaseModel, *, exclude_id: str | None) -> list[Problem]:
-        """Build a catalog with this definition added (or replacing its old version): its problems, if any."""
+    def trial_problems(
+        self, model: BaseModel, tenant: str | None, *, exclude_id: str | None
+    ) -> list[Problem]:
+        """Build a catalog with this definition (of `tenant`) added, or replacing its old version: its
+        problems, if any. Built as the gateway builds it: each API definition sees what its tenant sees."""
         name = model.name  # type: ignore[attr-defined]
         others = [
-            known.model
+            known
             for tool_id, known in self._known.items()
             if tool_id != exclude_id
             and known.model is not None
             and known.stored.status in SERVED_STATUSES
             and known.stored.name != name
         ]
+        owners = {known.stored.name: known.stored.tenant for known in others}
+        owners[name] = tenant
         gateway = self.gateway
-        definitions = [*gateway.config.composite_tools, *others, model]
-        trial = Catalog.build(gateway.config, list(gateway.backends.values()), definitions)
+        definitions = [*gateway.config.composite_tools, *(known.model for known in others), model]
+        trial = Catalog.build(gateway.config, list(gateway.backends.values()), definitions, owners=owners)
         problems = [problem.under("definition") for problem in trial.degraded.get(name, [])]
         problems += [
             Problem("definition", i.message) for i in trial.issues if i.subject == name and not problems
         ]
         return problems
 
-    def trial_entry(self, definition: Any) -> Entry | None:
+    def trial_entry(self, definition: Any, tenant: str | None) -> Entry | None:
         """The tool a stored definition would be, built against the current catalog (export of a draft)."""
         model, problems = parse_definition(definition)
-        return self.build_entry(model) if model is not None and not problems else None
+        return self.build_entry(model, tenant) if model is not None and not problems else None
 
-    def build_entry(self, model: BaseModel) -> Entry | None:
-        """Build one definition against the current catalog without serving it; None when it does not build."""
+    def build_entry(self, model: BaseModel, tenant: str | None) -> Entry | None:
+        """Build one API definition of `tenant` against what it sees of the current catalog, without
+        serving it; None when it does not build."""
+        catalog = self.gateway.catalog
+        hidden_ok = self.gateway.config.policy.api_composites_call_hidden
         try:
-            composite = build_composite(model, self.gateway.catalog)
+            composite = build_composite(model, catalog.seen_by(tenant, call_hidden=hidden_ok))
         except Exception:  # noqa: BLE001 - a definition that does not build has no export
             return None
         return Entry(name=composite.name, tool=composite.tool, composite=composite, tool_class="composite")

@@ -248,7 +248,7 @@ async def export(
     as it would be served; one that does not build is a 409 listing its problems."""
     found = await _find(service, id, caller.tenant)
     if isinstance(found, StoredComposite):
-        entry = service.served_entry(found) or service.trial_entry(found.definition)
+        entry = service.served_entry(found) or service.trial_entry(found.definition, found.tenant)
         problems = list(found.validation_errors or ())
     else:
         entry = service.gateway.catalog.get(found.name)  # type: ignore[attr-defined]
@@ -287,7 +287,7 @@ async def regenerate_description(
         )
     description: str = getattr(model, "description", "") or ""
     draft_model = model.model_copy(update={"description": llm.opening_of(description)})
-    entry = service.build_entry(draft_model)
+    entry = service.build_entry(draft_model, current.tenant)
     if entry is None:
         raise ApiError(
             409,
