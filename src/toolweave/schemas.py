@@ -4,6 +4,13 @@ validation against a tool's `inputSchema`, with validators compiled once per too
 Invalid arguments never reach a backend, and the error names the field
 (never its value when the schema marks it secret).
 
+Schemas come from tenants (definitions made through the API) and from backends, so a schema is
+untrusted input: every validator built here resolves `$ref` only inside its own document (an empty
+`referencing` registry: never a file read, never a network fetch), runs `pattern` and
+`patternProperties` on RE2 (linear time, where Python's `re` backtracks exponentially), and refuses
+schemas nested deeper than `MAX_SCHEMA_DEPTH` (so checking one is never a `RecursionError`).
+`schema_error` reports each of these as a problem at definition time.
+
 Hot path: `jsonschema`'s `is_valid` costs tens of microseconds per call even for a
 two-field schema. Most tool schemas are plain (typed properties, `required`,
 `additionalProperties`, `items`, `anyOf` of those), so each schema is also compiled
@@ -13,34 +20,249 @@ not understand, and every failure, goes to jsonschema for the verdict and the me
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
 
 import jsonschema
+import re2
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from jsonschema.validators import extend, validator_for
+from jsonschema_specifications import REGISTRY as METASCHEMAS
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012, specification_with
 
 from toolweave.secrets import secret_fields
 
+MAX_SCHEMA_DEPTH: Final = 64
+"""Deepest nesting of objects and arrays a schema may have (real tool schemas stay under ~10)."""
+
+_LOCAL_ONLY: Final = Registry()
+"""No resources and no `retrieve`: a `$ref` outside the schema is unresolvable, never fetched."""
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern is reported as a schema problem, not logged on stderr
+
+_SCHEMA_MAPS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+_SCHEMA_LISTS: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_VALUES: Final = frozenset(
+    {
+        "not",
+        "if",
+        "then",
+        "else",
+        "items",
+        "additionalItems",
+        "contains",
+        "additionalProperties",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+"""Keywords whose values are schemas; `const`, `enum`, `default`, `examples` hold data, not schemas."""
+
 
 def schema_error(schema: Any) -> jsonschema.SchemaError | None:
-    """Why `schema` is not a valid JSON Schema (its `$schema` draft, 2020-12 by default), or None."""
+    """Why `schema` is not a valid JSON Schema (its `$schema` draft, 2020-12 by default), or None.
+
+    Beyond the metaschema: too deep, a `$ref` that does not resolve inside the document, a `pattern`
+    RE2 cannot compile.
+    """
+    if _depth_exceeds(schema, MAX_SCHEMA_DEPTH):
+        return jsonschema.SchemaError(f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep")
     try:
         validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
     except jsonschema.SchemaError as error:
         return error
-    return None
+    return _unsafe_part(schema)
 
 
 def compile_validator(schema: Mapping[str, Any]) -> Validator | None:
-    """A reusable validator for `schema`; None when the schema itself is invalid.
+    """A reusable validator for `schema`; None when the schema itself is invalid (see `schema_error`).
 
     Every validator toolweave uses is built here.
     """
     if schema_error(schema) is not None:
         return None
-    return validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    base = validator_for(schema, default=jsonschema.Draft202012Validator)
+    return _with_re2(base)(schema, registry=_LOCAL_ONLY)
+
+
+# -- what jsonschema's checks miss: depth, refs, patterns ------------------------------------
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """True when `value` nests dicts/lists deeper than `limit` (iterative: no recursion to blow)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _subschemas(schema: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """Every (path, subschema) of `schema`, itself first; data keywords (`const`, `enum`, …) are skipped."""
+    yield path, schema
+    if not isinstance(schema, Mapping):
+        return
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            for name, sub in value.items():
+                yield from _subschemas(sub, (*path, key, name))
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for index, sub in enumerate(value):
+                yield from _subschemas(sub, (*path, key, index))
+        elif key in _SCHEMA_VALUES and isinstance(value, Mapping | bool):
+            yield from _subschemas(value, (*path, key))
+
+
+def _unsafe_part(schema: Any) -> jsonschema.SchemaError | None:
+    """The first `$ref`, `pattern` or keyword mix that could reach outside the document or Python's `re`."""
+    if not isinstance(schema, Mapping):
+        return None
+    specification = specification_with(str(schema.get("$schema", "")), default=DRAFT202012)
+    root = specification.create_resource(schema)
+    root_resolver = METASCHEMAS.combine(_LOCAL_ONLY).resolver_with_root(root)
+    resolvers: dict[tuple[str | int, ...], Any] = {(): root_resolver}
+    for path, sub in _subschemas(schema):
+        if not isinstance(sub, Mapping):
+            continue
+        resolver = _resolver_at(path, resolvers)
+        if path and specification.id_of(sub):
+            resolver = resolver.in_subresource(Resource(contents=sub, specification=specification))
+        resolvers[path] = resolver
+        problem = _ref_problem(sub, resolver) or _pattern_problem(sub)
+        if problem is not None:
+            return jsonschema.SchemaError(problem, path=list(path))
+    return None
+
+
+def _resolver_at(path: tuple[str | int, ...], resolvers: dict[tuple[str | int, ...], Any]) -> Any:
+    """The resolver of the nearest enclosing subschema already visited (parents come first)."""
+    for end in range(len(path), -1, -1):
+        found = resolvers.get(path[:end])
+        if found is not None:
+            return found
+    raise AssertionError("the root resolver is always known")
+
+
+def _ref_problem(sub: Mapping[str, Any], resolver: Any) -> str | None:
+    for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+        ref = sub.get(keyword)
+        if not isinstance(ref, str):
+            continue
+        try:
+            resolver.lookup(ref)
+        except (Unresolvable, ValueError, KeyError, TypeError):
+            return (
+                f"{keyword} '{ref}' does not resolve inside this schema: a schema may refer only to its "
+                "own parts (e.g. '#/$defs/name'), never to a file or URL"
+            )
+    return None
+
+
+def _pattern_problem(sub: Mapping[str, Any]) -> str | None:
+    patterns = [sub["pattern"]] if isinstance(sub.get("pattern"), str) else []
+    pattern_properties = sub.get("patternProperties")
+    if isinstance(pattern_properties, Mapping):
+        patterns.extend(pattern_properties)
+        if "unevaluatedProperties" in sub:
+            return "unevaluatedProperties cannot be combined with patternProperties in one schema"
+    for pattern in patterns:
+        problem = re2_pattern_problem(pattern)
+        if problem is not None:
+            return problem
+    return None
+
+
+def re2_pattern_problem(pattern: str) -> str | None:
+    """Why RE2 refuses a schema `pattern` (backreferences, lookaround, …), or None."""
+    try:
+        _re2(pattern)
+    except re2.error as error:
+        detail = error.args[0] if error.args else error
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        return f"pattern '{pattern}' is not supported (patterns run on RE2): {detail}"
+    return None
+
+
+# -- pattern keywords on RE2 ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1024)
+def _re2(pattern: str) -> Any:
+    return re2.compile(pattern, options=_RE2_OPTIONS)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and _re2(pattern).search(instance) is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, pattern_properties: Mapping[str, Any], instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        for name, value in instance.items():
+            if _re2(pattern).search(name) is not None:
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    """jsonschema's `additionalProperties`, with `patternProperties` matched by RE2."""
+    if not validator.is_type(instance, "object"):
+        return
+    listed = schema.get("properties", {})
+    patterns = [_re2(pattern) for pattern in schema.get("patternProperties", {})]
+    extras = [
+        name
+        for name in instance
+        if name not in listed and not any(regex.search(name) is not None for regex in patterns)
+    ]
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        joined = ", ".join(repr(extra) for extra in sorted(extras))
+        if patterns:
+            regexes = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+            yield ValidationError(
+                f"{joined} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: {regexes}"
+            )
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(f"Additional properties are not allowed ({joined} {verb} unexpected)")
+
+
+@functools.cache
+def _with_re2(base: type[Validator]) -> type[Validator]:
+    """`base` (one draft's validator class) with every regex keyword on RE2."""
+    return extend(
+        base,
+        {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        },
+    )
 
 
 class ArgumentValidator:
@@ -60,9 +282,12 @@ class ArgumentValidator:
         fast = self._fast
         if fast is not None and fast(arguments):
             return []
-        if self._validator.is_valid(arguments):
-            return []
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        try:
+            if self._validator.is_valid(arguments):
+                return []
+            errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except Unresolvable as error:  # `schema_error` lets none through; kept as a clear refusal, not a 500
+            return [f"the tool's input schema cannot be checked: {error}"]
         return [describe_error(error, self._secret_fields) for error in errors]
 
 
