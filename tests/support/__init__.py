@@ -10,5 +10,6 @@
 - `api`: REST API apps on a real database, and their fixtures (`make_app`, `sqlite_app`);
 - `executor`: executor test configs, a signalling run store, call spans;
 - `workflows`: workflows built against the in-memory catalog;
-- `npm_documents`: real-world OpenAPI documents from npm packages, fetched once into a cache.
+- `npm_documents`: real-world OpenAPI documents from npm packages, fetched once into a cache;
+- `node`: Node 22 and the MCP conformance suite and its reference server, fetched once with npm.
 """
