@@ -38,12 +38,12 @@ async def test_calls_errors_and_latency_by_tool_and_backend(sqlite_app: AppFacto
             json={"tool": "greeter", "params": {"operation": "greet", "name": "b"}},
         )
         text = (await client.get("/metrics")).text
-    greet = {"tool": "py__greet", "backend": "py", "kind": "backend"}
+    greet = {"tool": "py__greet", "backend": "py", "kind": "backend", "tenant": ""}  # the operator
     assert sample(text, "toolweave_tool_calls_total", **greet) == 2  # direct + the router's inner call
     assert sample(text, "toolweave_tool_errors_total", **greet) == 0
-    explode = {"tool": "py__explode", "backend": "py", "kind": "backend"}
+    explode = {"tool": "py__explode", "backend": "py", "kind": "backend", "tenant": ""}
     assert sample(text, "toolweave_tool_errors_total", **explode) == 1
-    router = {"tool": "greeter", "backend": "(composite)", "kind": "router"}
+    router = {"tool": "greeter", "backend": "(composite)", "kind": "router", "tenant": ""}
     assert sample(text, "toolweave_tool_calls_total", **router) == 1
     assert sample(text, "toolweave_tool_call_seconds_count", **router) == 1
     assert sample(text, "toolweave_backend_connected", backend="py") == 1

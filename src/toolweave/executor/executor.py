@@ -116,7 +116,7 @@ class ToolExecutor:
             return await self._checked(entry, arguments, progress)
         started = time.perf_counter()
         result = await self._checked(entry, arguments, progress)
-        observe(entry, result, time.perf_counter() - started)
+        observe(entry, result, time.perf_counter() - started, self.session.tenant)
         return result
 
     async def _checked(

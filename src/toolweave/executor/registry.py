@@ -23,8 +23,9 @@ from toolweave.runs import RunStore
 
 BackendResolver = Callable[[Backend, Session], Awaitable[Backend]]
 """`(backend, session) -> the backend to call for this session` (the same one unless a tenant has credentials)."""
-CallObserver = Callable[[Entry, types.CallToolResult, float], None]
-"""`(entry, result, seconds)`, told after every call the executor dispatched; must be cheap and never raise."""
+CallObserver = Callable[[Entry, types.CallToolResult, float, str | None], None]
+"""`(entry, result, seconds, the caller's tenant)`, told after every call the executor dispatched; must be
+cheap and never raise."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,8 +70,9 @@ class AuthMiddleware:
     """Puts the caller's Session into the scope; answers 401 itself when a key is required and missing or bad.
 
     `/openapi.json` and `/docs` stay public (they describe the API, they do
-    not open it). `/metrics` is public to loopback clients; others need a
-    key with `tools:read` when auth is required.
+    not open it). `/metrics` without a key is the operator's to loopback
+    clients; others need a key with `tools:read` when auth is required, and
+    a key (from anywhere) reads its own tenant's series only.
     """
 
     def __init__(self, app: ASGIApp, *, required: bool, cache: Callable[[], KeyCache | None]) -> None:
@@ -90,10 +91,11 @@ class AuthMiddleware:
             scope[SESSION_SCOPE_KEY] = self._local
             await self.app(scope, receive, send)
             return
-        if metrics and is_loopback_client(scope):
+        token = bearer_token(scope)
+        if metrics and token is None and is_loopback_client(scope):
+            scope[SESSION_SCOPE_KEY] = self._local  # a local scrape is the operator's: every tenant
             await self.app(scope, receive, send)
             return
-        token = bearer_token(scope)
         if token is None:
             await deny(
                 send, 401, "unauthorized", "an API key is required: send 'Authorization: Bearer tw_...'"

@@ -1,10 +1,15 @@
-"""Prometheus metrics: calls, errors and latency, by tool and backend, recorded in ONE place.
+"""Prometheus metrics: calls, errors and latency, by tool, backend and tenant, recorded in ONE place.
 
 The executor calls `Metrics.observe` after every call it dispatched (client
 calls and every inner call of a composite), so nothing is counted twice and
-nothing is missed. Labels come only from the catalog (never from a name a
-client typed), which keeps the number of series bounded. The cost per call
-is a few dict lookups: label children are cached per (tool, backend, kind).
+nothing is missed. Labels come only from the catalog and the caller's
+authenticated tenant (never from a name a client typed), which keeps the
+number of series bounded. The cost per call is a few dict lookups: label
+children are cached per (tool, backend, kind, tenant).
+
+Who reads what: the operator (tenant None) every series; a tenant only the
+series labelled with its own tenant, and the tool count it is listed, so a
+tenant learns nothing of another's composites or traffic.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.metrics_core import Metric
 
 from toolweave.catalog.catalog import Entry
 
@@ -29,6 +35,9 @@ logger = logging.getLogger("toolweave.calls")
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 COMPOSITE_BACKEND = "(composite)"
 """The `backend` label of composite tools, which run on no single backend."""
+OPERATOR_TENANT = ""
+"""The `tenant` label of calls made without a tenant (the local operator, auth off)."""
+TOOLS_GAUGE = "toolweave_tools"
 
 
 class Metrics:
@@ -36,7 +45,7 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        labels = ("tool", "backend", "kind")
+        labels = ("tool", "backend", "kind", "tenant")
         self.calls = Counter("toolweave_tool_calls", "Tool calls", labels, registry=self.registry)
         self.errors = Counter(
             "toolweave_tool_errors", "Tool calls whose result was an error", labels, registry=self.registry
@@ -54,16 +63,19 @@ class Metrics:
             ("backend",),
             registry=self.registry,
         )
-        self.tools = Gauge("toolweave_tools", "Tools in the catalog", registry=self.registry)
-        self._children: dict[tuple[str, str, str], tuple[Any, Any, Any]] = {}
+        self.tools = Gauge(TOOLS_GAUGE, "Tools in the catalog", registry=self.registry)
+        self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
 
-    def observe(self, entry: Entry, result: types.CallToolResult, seconds: float) -> None:
-        """The gateway's `call_observer`: must stay cheap and must never raise."""
+    def observe(
+        self, entry: Entry, result: types.CallToolResult, seconds: float, tenant: str | None = None
+    ) -> None:
+        """The gateway's `call_observer` (`tenant`: the caller's): must stay cheap and must never raise."""
         try:
             key = (
                 entry.name,
                 entry.backend.name if entry.backend is not None else COMPOSITE_BACKEND,
                 entry.kind,
+                tenant if tenant is not None else OPERATOR_TENANT,
             )
             children = self._children.get(key)
             if children is None:
@@ -80,6 +92,7 @@ class Metrics:
                     extra={
                         "tool": key[0],
                         "backend": key[1],
+                        "tenant": key[3],
                         "is_error": bool(result.is_error),
                         "seconds": seconds,
                     },
@@ -87,9 +100,34 @@ class Metrics:
         except Exception:
             logger.debug("recording metrics failed", exc_info=True)
 
-    def render(self, gateway: Any) -> tuple[bytes, str]:
-        """The exposition text; backend and catalog gauges are refreshed at scrape time."""
+    def render(self, gateway: Any, tenant: str | None = None) -> tuple[bytes, str]:
+        """The exposition text for the operator (`tenant` None: every series) or for one tenant
+        (its own series only); backend and catalog gauges are refreshed at scrape time."""
         for backend in gateway.backends.values():
             self.backend_up.labels(backend.name).set(1 if backend.status == "connected" else 0)
-        self.tools.set(sum(1 for _ in gateway.catalog.visible()))
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        if tenant is None:
+            self.tools.set(sum(1 for _ in gateway.catalog.visible()))
+            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        view = TenantView(self.registry, tenant, len(gateway.catalog.listed_for(tenant)))
+        return generate_latest(view), CONTENT_TYPE_LATEST  # type: ignore[arg-type]
+
+
+class TenantView:
+    """A registry as one tenant may read it: series labelled with another tenant are left out, and
+    the tool count is the tenant's own listing."""
+
+    def __init__(self, registry: CollectorRegistry, tenant: str, tools: int) -> None:
+        self.registry = registry
+        self.tenant = tenant
+        self.tool_count = tools
+
+    def collect(self) -> Any:
+        for family in self.registry.collect():
+            view = Metric(family.name, family.documentation, family.type, family.unit)
+            if family.name == TOOLS_GAUGE:
+                view.add_sample(TOOLS_GAUGE, {}, float(self.tool_count))
+            else:
+                view.samples = [
+                    s for s in family.samples if s.labels.get("tenant", self.tenant) == self.tenant
+                ]
+            yield view

@@ -14,7 +14,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.openapi.utils import get_openapi
 
 from toolweave import __version__
-from toolweave.server.api import backends, batch, composites, connections, invoke, runs, tools
+from toolweave.server.api import backends, batch, composites, connections, deps, invoke, runs, tools
 from toolweave.server.api.errors import install_error_handlers
 from toolweave.server.api.models import ErrorResponse
 from toolweave.services.runtime import ServerRuntime
@@ -59,8 +59,9 @@ def build_api(runtime: ServerRuntime) -> FastAPI:
 
     @api.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
-        """Prometheus text format; who may read it is the auth middleware's decision."""
-        body, content_type = runtime.metrics.render(runtime.gateway)
+        """Prometheus text format; who may read it is the auth middleware's decision, what they read
+        depends on who they are: a tenant's key sees that tenant's series, the operator all."""
+        body, content_type = runtime.metrics.render(runtime.gateway, deps.session(request).tenant)
         return Response(body, media_type=content_type)
 
     api.openapi = lambda: _openapi(api)  # type: ignore[method-assign]
