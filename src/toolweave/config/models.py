@@ -263,6 +263,14 @@ class AuthConfig(StrictModel):
     required: bool = False
 
 
+class UiConfig(StrictModel):
+    """The web UI served at `/` on the gateway's port (docs/ui.md)."""
+
+    enabled: bool = True
+    session_idle: Duration = 8 * 3600.0
+    """A browser session unused this long must log in again (with auth on)."""
+
+
 class FederatedNamespace(StrictModel):
     """A namespace the operator reserves for federated clients: whose it is, and who sees it."""
 
@@ -312,6 +320,7 @@ class Config(StrictModel):
     """Validated composite definitions (FanoutDef, RouterDef, WorkflowDef)."""
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    ui: UiConfig = Field(default_factory=UiConfig)
     source: str | None = Field(default=None, exclude=True)
     """The file this config was read from, for relative paths."""
 

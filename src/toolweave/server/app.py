@@ -22,6 +22,7 @@ from toolweave.server.federation import federation_route
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
+from toolweave.server.ui import ui_routes
 from toolweave.services.runtime import ServerRuntime
 
 
@@ -130,7 +131,8 @@ def server_app(
     start_runtime: bool = True,
     json_response: bool = False,
 ) -> Starlette:
-    """The whole HTTP surface of a served gateway: `/mcp`, `/api/v1`, `/openapi.json`, `/docs`, `/metrics`.
+    """The whole HTTP surface of a served gateway: `/mcp`, `/api/v1`, `/openapi.json`, `/docs`, `/metrics`,
+    and the web UI at `/` (unless `[ui] enabled = false`).
 
     Give the config (a runtime is built for it) or a runtime. With `start_runtime`
     (the default) the app's lifespan opens the database, starts the gateway and loads
@@ -159,7 +161,7 @@ def server_app(
         host=host,
         json_response=json_response,
         start_gateway=False,
-        extra_routes=[Mount("/", app=build_api(rt))],
+        extra_routes=[*ui_routes(rt), Mount("/", app=build_api(rt))],
         middleware=[auth],
         federation=federation_route(
             rt.gateway, require_auth=rt.require_auth, keys=lambda: rt.key_cache if rt.started else None

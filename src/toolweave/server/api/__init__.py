@@ -46,7 +46,7 @@ def build_api(runtime: ServerRuntime) -> FastAPI:
         title="toolweave",
         version=__version__,
         description=DESCRIPTION,
-        docs_url="/docs",
+        docs_url=None,  # served from vendored files by toolweave.server.ui.docs (works offline)
         redoc_url=None,
         openapi_url="/openapi.json",
     )

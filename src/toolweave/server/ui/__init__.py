@@ -1,0 +1,42 @@
+"""The web UI at `/`: the AI Tools list, a tool's page, login (docs/ui.md).
+
+HTTP only: pages read the catalog and the definition service and call tools through
+the executor, as the REST API does; the templates and static files are `toolweave.ui`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from toolweave.server.ui.app import PUBLIC, UiApp
+from toolweave.server.ui.docs import docs_routes
+from toolweave.server.ui.pages import Pages
+from toolweave.services.runtime import ServerRuntime
+from toolweave.ui import STATIC
+
+STATIC_PREFIX = "/static/ui"
+
+
+def static_mount() -> Mount:
+    """The UI's files and the vendored libraries (htmx, Swagger UI, ReDoc), from our own origin."""
+    return Mount(STATIC_PREFIX, app=StaticFiles(directory=str(STATIC)), name="ui-static")
+
+
+def ui_routes(runtime: ServerRuntime) -> list[Any]:
+    """The UI's routes (pages and their files); empty pages when `[ui] enabled = false`."""
+    routes: list[Any] = [static_mount(), *docs_routes()]
+    if not runtime.config.ui.enabled:
+        return routes
+    ui = UiApp(runtime)
+    pages = Pages(ui)
+    routes += [
+        Route("/", ui.page(pages.tools), methods=["GET"]),
+        Route("/tools/{name:path}", ui.page(pages.tool), methods=["GET"]),
+        Route("/login", ui.page(pages.login_form, scope=PUBLIC), methods=["GET"]),
+        Route("/login", ui.page(pages.login, scope=PUBLIC), methods=["POST"]),
+        Route("/logout", ui.page(pages.logout, scope=PUBLIC), methods=["POST"]),
+    ]
+    return routes

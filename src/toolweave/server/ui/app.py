@@ -1,0 +1,172 @@
+"""The UI's request handling: the browser session, who the caller is, CSRF, rendering.
+
+Every page goes through `UiApp.page`: it finds or starts the browser session (setting
+the cookie), turns it into the caller's `Session` exactly as the REST API would (the
+local operator without auth; the logged-in key's tenant and scopes with it, re-verified
+on each request), refuses a state change whose CSRF token is missing or wrong, and adds
+the security headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from toolweave.executor import Session
+from toolweave.server.auth import local_session, session_for
+from toolweave.server.ui.security import secure
+from toolweave.server.ui.sessions import COOKIE, SessionStore, UiSession
+from toolweave.services.runtime import ServerRuntime
+from toolweave.ui import TEMPLATES
+
+READ, CALL, ADMIN = "tools:read", "tools:call", "tools:admin"
+PUBLIC = ""
+"""The scope of a page anyone may open (the login page): no caller needed."""
+ANONYMOUS = Session(tenant=None, scopes=frozenset(), label="anonymous")
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+@dataclass(slots=True)
+class PageContext:
+    """One request as a page sees it."""
+
+    request: Request
+    runtime: ServerRuntime
+    browser: UiSession
+    caller: Session
+
+    def may(self, scope: str) -> bool:
+        return scope in self.caller.scopes
+
+
+Handler = Callable[[PageContext], Awaitable[Response]]
+
+
+class UiApp:
+    """The web UI of one served gateway: its templates, its browser sessions, its page wrapper."""
+
+    def __init__(self, runtime: ServerRuntime) -> None:
+        self.runtime = runtime
+        self.sessions = SessionStore(idle_seconds=runtime.config.ui.session_idle)
+        self.templates = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+            autoescape=True,  # everything from a backend or a user is escaped, always
+            undefined=jinja2.StrictUndefined,
+            enable_async=False,
+        )
+
+    # -- rendering -------------------------------------------------------------
+
+    def render(
+        self, context: PageContext | None, template: str, status: int = 200, **values: Any
+    ) -> Response:
+        base: dict[str, Any] = {"ctx": context, "auth": self.runtime.require_auth}
+        if context is not None:
+            base.update(csrf=context.browser.csrf, caller=context.caller, path=context.request.url.path)
+        else:
+            base.update(csrf="", caller=None, path="")
+        html = self.templates.get_template(template).render(**base, **values)
+        return HTMLResponse(html, status_code=status)
+
+    def problem(self, context: PageContext | None, status: int, title: str, message: str) -> Response:
+        return self.render(context, "problem.html", status=status, title=title, message=message)
+
+    # -- the page wrapper --------------------------------------------------------
+
+    def page(self, handler: Handler, *, scope: str = READ) -> Callable[[Request], Awaitable[Response]]:
+        """`handler` behind the session, login, scope and CSRF checks, with the security headers."""
+
+        async def endpoint(request: Request) -> Response:
+            browser, fresh = self._browser(request)
+            response = await self._guarded(request, browser, handler, scope)
+            if fresh or request.scope.get("toolweave.ui.rotated"):
+                self._set_cookie(request, response, request.scope.get("toolweave.ui.rotated") or browser)
+            return secure(response)
+
+        endpoint.__name__ = getattr(handler, "__name__", "page")
+        return endpoint
+
+    async def _guarded(self, request: Request, browser: UiSession, handler: Handler, scope: str) -> Response:
+        rt = self.runtime
+        if not rt.started:
+            return self.problem(None, 503, "Starting", "The gateway is still starting; reload in a moment.")
+        if request.method not in SAFE_METHODS and not browser.csrf_matches(await _csrf_token(request)):
+            return self.problem(
+                None,
+                403,
+                "Refused",
+                "This form is stale or did not come from this page; reload and try again.",
+            )
+        caller = await self._caller(browser)
+        if caller is None:
+            if scope != PUBLIC:
+                return _login_redirect(request)
+            caller = ANONYMOUS
+        context = PageContext(request=request, runtime=rt, browser=browser, caller=caller)
+        if scope != PUBLIC and scope not in caller.scopes:
+            return self.problem(context, 403, "Not allowed", f"This API key lacks the {scope} scope.")
+        return await handler(context)
+
+    async def _caller(self, browser: UiSession) -> Session | None:
+        """The operator without auth; with auth, the session's key while it is valid (else None: log in)."""
+        rt = self.runtime
+        if not rt.require_auth:
+            return local_session()
+        if browser.api_key is None:
+            return None
+        info = await rt.key_cache.verify(browser.api_key)
+        if info is None:
+            browser.api_key = None  # revoked or expired: forget it, ask again
+            return None
+        return session_for(info)
+
+    def _browser(self, request: Request) -> tuple[UiSession, bool]:
+        found = self.sessions.get(request.cookies.get(COOKIE))
+        if found is not None:
+            return found, False
+        return self.sessions.create(), True
+
+    def rotate(self, context: PageContext, api_key: str | None) -> UiSession:
+        """A new session id and CSRF token (at login and logout), so a planted cookie gains nothing."""
+        self.sessions.drop(context.browser.id)
+        fresh = self.sessions.create(api_key)
+        context.request.scope["toolweave.ui.rotated"] = fresh
+        return fresh
+
+    def _set_cookie(self, request: Request, response: Response, browser: UiSession) -> None:
+        response.set_cookie(
+            COOKIE,
+            browser.id,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+
+
+async def _csrf_token(request: Request) -> str | None:
+    header = request.headers.get("x-csrf-token")
+    if header:
+        return header
+    if request.headers.get("content-type", "").startswith(
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
+        form = await request.form()
+        value = form.get("csrf")
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _login_redirect(request: Request) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.headers.get("hx-request"):
+        response = Response(status_code=204)
+        response.headers["hx-redirect"] = f"/login?next={quote(target)}"
+        return response
+    return RedirectResponse(f"/login?next={quote(target)}", status_code=303)

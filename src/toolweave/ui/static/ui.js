@@ -1,0 +1,40 @@
+// toolweave UI: tabs and copy buttons. Loaded as a file (the CSP allows no inline script);
+// every handler is attached here, by event delegation, so htmx-swapped content works too.
+(function () {
+  "use strict";
+
+  function selectTab(tab) {
+    var list = tab.closest('[role="tablist"]');
+    list.querySelectorAll('[role="tab"]').forEach(function (other) {
+      var selected = other === tab;
+      other.setAttribute("aria-selected", selected ? "true" : "false");
+      other.tabIndex = selected ? 0 : -1;
+      var panel = document.getElementById(other.getAttribute("aria-controls"));
+      if (panel) panel.hidden = !selected;
+    });
+    tab.focus();
+  }
+
+  document.addEventListener("click", function (event) {
+    var tab = event.target.closest('[role="tab"]');
+    if (tab) { selectTab(tab); return; }
+    var copy = event.target.closest("button[data-copy]");
+    if (copy) {
+      var source = document.getElementById(copy.dataset.copy);
+      if (!source || !navigator.clipboard) return;
+      navigator.clipboard.writeText(source.textContent).then(function () {
+        copy.textContent = "Copied";
+        setTimeout(function () { copy.textContent = "Copy"; }, 1500);
+      });
+    }
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var tab = event.target.closest && event.target.closest('[role="tab"]');
+    if (!tab || (event.key !== "ArrowRight" && event.key !== "ArrowLeft")) return;
+    var tabs = Array.prototype.slice.call(tab.closest('[role="tablist"]').querySelectorAll('[role="tab"]'));
+    var next = tabs.indexOf(tab) + (event.key === "ArrowRight" ? 1 : -1);
+    selectTab(tabs[(next + tabs.length) % tabs.length]);
+    event.preventDefault();
+  });
+})();
