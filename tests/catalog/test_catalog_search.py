@@ -1,63 +1,130 @@
-"""Search mode's index: BM25 over names, titles, descriptions and parameter names."""
+"""Search mode's index: field-weighted BM25 over everything that describes a tool."""
 
 from __future__ import annotations
 
-from support.fakes import tool
-from toolweave.catalog.search import ToolIndex, tokenize
+import mcp_types as types
 
-TOOLS = [
-    tool(
-        "time__get_current_time",
-        description="Get current time in a specific timezone",
-        properties={"timezone": {"type": "string"}},
+from support.fakes import tool
+from toolweave.catalog.search import BackendText, SearchDocument, ToolIndex
+from toolweave.catalog.search_text import document_terms, query_terms
+
+TIME = BackendText(name="time")
+GH = BackendText(name="gh", title="github-mcp-server")
+HUBSPOT = BackendText(name="hubspot", title="HubSpot CRM")
+AZDO = BackendText(name="azdo", title="Azure DevOps MCP Server")
+
+DOCS = [
+    SearchDocument(
+        tool(
+            "time__get_current_time",
+            description="Get current time in a specific timezone",
+            properties={"timezone": {"type": "string"}},
+        ),
+        TIME,
     ),
-    tool(
-        "time__convert_time",
-        description="Convert time between timezones",
-        properties={"source_timezone": {}, "time": {}, "target_timezone": {}},
+    SearchDocument(
+        tool(
+            "time__convert_time",
+            description="Convert time between timezones",
+            properties={"source_timezone": {}, "time": {}, "target_timezone": {}},
+        ),
+        TIME,
     ),
-    tool("gh__search_issues", description="Search GitHub issues by keyword", properties={"query": {}}),
-    tool("gh__listPullRequests", description="List open pull requests of a repository"),
-    tool("docs__search", description="Full-text search over the documentation", properties={"query": {}}),
-    tool("weather__forecast", description="Weather forecast for a city", properties={"city": {}}),
+    SearchDocument(
+        tool("gh__search_issues", description="Search issues by keyword", properties={"q": {}}), GH
+    ),
+    SearchDocument(tool("gh__listPullRequests", description="List open pull requests of a repository"), GH),
+    SearchDocument(
+        tool(
+            "gh__pull_request_write",
+            description="Write operations for pull requests.",
+            properties={"method": {"type": "string", "enum": ["create", "update", "merge"]}},
+        ),
+        GH,
+    ),
+    SearchDocument(
+        tool("hubspot__list_objects", description="List CRM objects such as contacts and companies"), HUBSPOT
+    ),
+    SearchDocument(tool("azdo__pipelines_run", description="Start a new run of a pipeline"), AZDO),
+    SearchDocument(
+        tool("docs__search", description="Full-text search over the documentation"), BackendText("docs")
+    ),
+    SearchDocument(
+        tool("weather__forecast", description="Weather forecast for a city", properties={"city": {}}),
+        BackendText("weather"),
+        keywords=("rain", "umbrella"),
+    ),
 ]
 
 
 def ranked(query: str, limit: int = 10) -> list[str]:
-    return [t.name for t in ToolIndex(TOOLS).search(query, limit)]
+    return [t.name for t in ToolIndex(DOCS).search(query, limit)]
 
 
-def test_tokenize_splits_snake_and_camel_case() -> None:
-    assert tokenize("gh__listPullRequests") == ["gh", "list", "pull", "requests"]
-    assert tokenize("get_current_time v2") == ["get", "current", "time", "v2"]
-    assert tokenize("HTTPServer") == ["httpserver"]
+def test_compounds_are_indexed_split_and_whole() -> None:
+    assert document_terms("gh__listPullRequests") == ["gh", "list", "pull", "request", "listpullrequest"]
+    assert document_terms("HTTPServer") == ["http", "server", "httpserver"]
+    assert document_terms("GitHub") == ["git", "hub", "github"]
+
+
+def test_stop_words_are_dropped_and_words_stemmed() -> None:
+    assert document_terms("What is in the issues?") == ["issu"]
+    assert query_terms("is it in the pull requests", frozenset()) == {"pull": 1.0, "request": 1.0}
+
+
+def test_a_compound_the_index_knows_whole_counts_whole() -> None:
+    known = frozenset({"github", "git", "hub"})
+    assert query_terms("GitHub", known) == {"github": 1.0}
+    assert query_terms("GitHub", frozenset()) == {"git": 1.0, "hub": 1.0}
 
 
 def test_best_match_first() -> None:
     assert ranked("convert a time between timezones")[0] == "time__convert_time"
     assert ranked("weather in a city")[0] == "weather__forecast"
-    assert ranked("pull requests")[0] == "gh__listPullRequests"
+    assert ranked("list pull requests")[0] == "gh__listPullRequests"
     assert ranked("current time")[0] == "time__get_current_time"
 
 
-def test_names_weigh_more_than_descriptions() -> None:
-    # both mention "search"; docs__search has it in its (short) name
-    assert ranked("search")[:2] == ["docs__search", "gh__search_issues"]
+def test_function_words_do_not_pick_a_tool() -> None:
+    assert ranked("what is in") == []
+
+
+def test_enum_values_are_searchable() -> None:
+    assert ranked("merge a pull request")[0] == "gh__pull_request_write"
+
+
+def test_github_does_not_match_hubspot() -> None:
+    assert ranked("GitHub") == ["gh__search_issues", "gh__listPullRequests", "gh__pull_request_write"]
+
+
+def test_the_backend_name_and_server_title_are_searchable() -> None:
+    assert ranked("run an Azure pipeline")[0] == "azdo__pipelines_run"
+    assert ranked("crm companies")[0] == "hubspot__list_objects"
+
+
+def test_keywords_from_config_find_a_tool() -> None:
+    assert ranked("do I need an umbrella") == ["weather__forecast"]
 
 
 def test_parameter_names_are_searchable() -> None:
-    assert ranked("city") == ["weather__forecast"]
+    assert ranked("city")[0] == "weather__forecast"
 
 
 def test_no_match_and_limit() -> None:
     assert ranked("kubernetes deployment") == []
     assert len(ranked("time", limit=1)) == 1
-    assert ranked("", limit=2) == ["time__get_current_time", "time__convert_time"]  # empty query: first tools
+    assert ranked("") == []
 
 
 def test_rare_terms_rank_above_common_ones() -> None:
-    # alone, "search" prefers docs__search; "keyword" (in one tool only) tips it to gh__search_issues
+    # "search" alone prefers the short docs__search; "keyword" (one tool only) tips it to gh__search_issues
+    assert ranked("search")[0] == "docs__search"
     assert ranked("search keyword")[0] == "gh__search_issues"
+
+
+def test_plain_tools_are_indexed_too() -> None:
+    index = ToolIndex([types.Tool(name="a__ping", input_schema={"type": "object"})])
+    assert [t.name for t in index.search("ping")] == ["a__ping"]
 
 
 def test_empty_index() -> None:

@@ -160,6 +160,8 @@ async def test_direct_calls_can_be_recorded(open_gateway: OpenGateway) -> None:
 
 # -- search mode -------------------------------------------------------------------------
 
+FIND_USAGE = "find_tools needs {query: string, limit?: integer 1-50, detail?: boolean}"
+
 
 @pytest.fixture
 async def search_gateway(open_gateway: OpenGateway) -> Gateway:
@@ -174,15 +176,16 @@ async def test_search_mode_lists_find_tools_call_tool_and_pinned(search_gateway:
 
 async def test_find_tools_ranks_by_relevance(search_gateway: Gateway) -> None:
     result = await search_gateway.call("find_tools", {"query": "multiply two numbers", "limit": 2})
-    assert not result.is_error
-    found = result.structured_content["tools"]
-    assert found[0]["name"] == "py__multiply" and len(found) <= 2
-    assert found[0]["inputSchema"]["required"] == ["a", "b"]
-    assert json.loads(text(result)) == result.structured_content
+    assert not result.is_error and result.structured_content is None  # the payload is sent once, as text
+    lines = text(result).splitlines()
+    assert lines[0].startswith("py__multiply(a: number, b: number) - ") and len(lines) <= 3
+    detailed = await search_gateway.call("find_tools", {"query": "multiply two numbers", "detail": True})
+    found = json.loads(text(detailed))["tools"]
+    assert found[0]["name"] == "py__multiply" and found[0]["inputSchema"]["required"] == ["a", "b"]
     hidden = await search_gateway.call("find_tools", {"query": "drop table"})
-    assert "py__drop_table" not in [t["name"] for t in hidden.structured_content["tools"]]
+    assert "py__drop_table" not in text(hidden)
     none = await search_gateway.call("find_tools", {"query": "kubernetes"})
-    assert none.structured_content == {"tools": []}
+    assert text(none) == "No tool matches 'kubernetes'. Try other words for what you want to do."
 
 
 async def test_call_tool_calls_what_find_tools_found(search_gateway: Gateway) -> None:
@@ -199,17 +202,29 @@ async def test_call_tool_calls_what_find_tools_found(search_gateway: Gateway) ->
 @pytest.mark.parametrize(
     ("name", "arguments", "message"),
     [
-        ("find_tools", {}, "find_tools needs {query: string, limit?: positive integer}"),
+        ("find_tools", {}, f"{FIND_USAGE}: 'query' must be a non-empty string"),
+        ("find_tools", {"query": "  "}, f"{FIND_USAGE}: 'query' must be a non-empty string"),
         (
             "find_tools",
             {"query": "x", "limit": 0},
-            "find_tools needs {query: string, limit?: positive integer}",
+            f"{FIND_USAGE}: 'limit' must be an integer from 1 to 50, not 0",
         ),
         (
             "find_tools",
             {"query": "x", "limit": True},
-            "find_tools needs {query: string, limit?: positive integer}",
+            f"{FIND_USAGE}: 'limit' must be an integer from 1 to 50, not True",
         ),
+        (
+            "find_tools",
+            {"query": "x", "limit": 51},
+            f"{FIND_USAGE}: 'limit' must be an integer from 1 to 50, not 51",
+        ),
+        (
+            "find_tools",
+            {"query": "x", "detail": "yes"},
+            f"{FIND_USAGE}: 'detail' must be true or false, not 'yes'",
+        ),
+        ("find_tools", {"query": "x", "limt": 3}, f"{FIND_USAGE}: unknown argument(s) 'limt'"),
         ("find_tools", ["x"], "arguments for 'find_tools' must be a JSON object"),
         ("call_tool", {}, "call_tool needs {name: string, arguments?: object}; use find_tools to find names"),
         (

@@ -36,6 +36,8 @@ class Backend(ABC):
         self.last_error: str | None = None
         self.connected_at: float | None = None
         self.tools: list[types.Tool] = []
+        self.server_info: types.Implementation | None = None
+        """Who the server says it is (`initialize`): its name, title and description are searched."""
         self.resources: list[types.Resource] = []
         self.resource_templates: list[types.ResourceTemplate] = []
         self.prompts: list[types.Prompt] = []

@@ -138,6 +138,7 @@ class MCPBackend(Backend):
             client = await self._open_client()
         try:
             self._client = client
+            self.server_info = client.server_info
             await self._refresh_lists(client)
             self._caller = self._lean_caller(client)
             self._set_status("connected")

@@ -20,7 +20,14 @@ import mcp_types as types
 
 from toolweave import composite as composites
 from toolweave.backends.base import Backend
-from toolweave.catalog.search import CALL_TOOL, FIND_TOOLS, SEARCH_TOOLS, ToolIndex
+from toolweave.catalog.search import (
+    CALL_TOOL,
+    FIND_TOOLS,
+    SEARCH_TOOLS,
+    BackendText,
+    SearchDocument,
+    ToolIndex,
+)
 from toolweave.composite.base import BuildError, Composite, ResolvedTool, ToolResolver
 from toolweave.composite.kinds import tool_references
 from toolweave.composite.workflow.graph import find_composite_cycles, format_cycle
@@ -121,6 +128,8 @@ class Catalog:
         self.listed: list[types.Tool] = []
         self.index: ToolIndex | None = None
         self.pinned: frozenset[str] = frozenset()
+        self.list_composites = True
+        """Search mode lists the composites beside `find_tools` and `call_tool` (`[search] list_composites`)."""
         self.used_in: dict[str, list[str]] = {}
         self.backends: dict[str, Backend] = {}
         self.disabled: frozenset[str] = frozenset()
@@ -161,13 +170,18 @@ class Catalog:
     # -- what a client lists -----------------------------------------------
 
     def listing(self, tenant: str | None = None) -> list[types.Tool]:
-        """tools/list for `tenant`; in search mode `find_tools`, `call_tool` and the pinned tools."""
+        """tools/list for `tenant`; in search mode `find_tools`, `call_tool`, the composites and the pinned tools."""
         if self.index is None:
             if all(entry.owner is None for entry in self.entries.values()):
                 return list(self.listed)
             return [entry.tool for entry in self.listed_for(tenant)]
-        pinned = [t for t in self.listed if t.name in self.pinned and self.entries[t.name].visible_to(tenant)]
-        return [*SEARCH_TOOLS, *pinned]
+        kept = [t for t in self.listed if self._kept_in_search_mode(self.entries[t.name], tenant)]
+        return [*SEARCH_TOOLS, *kept]
+
+    def _kept_in_search_mode(self, entry: Entry, tenant: str | None) -> bool:
+        if not entry.visible_to(tenant) or entry.name in (FIND_TOOLS, CALL_TOOL):
+            return False
+        return entry.name in self.pinned or (self.list_composites and entry.composite is not None)
 
     def is_search_tool(self, name: str) -> bool:
         """`find_tools` or `call_tool` of search mode (unless a real tool took the name)."""
@@ -176,8 +190,14 @@ class Catalog:
     def search(self, query: str, limit: int, tenant: str | None) -> list[types.Tool]:
         """The best `limit` tools for `query` that `tenant` sees (search mode only)."""
         assert self.index is not None
-        found = [t for t in self.index.search(query, limit * 2) if self.entries[t.name].visible_to(tenant)]
-        return found[:limit]
+        found: list[types.Tool] = []
+        for position, _ in self.index.ranked(query):
+            tool = self.index.tools[position]
+            if self.entries[tool.name].visible_to(tenant):
+                found.append(tool)
+                if len(found) == limit:
+                    break
+        return found
 
     def unavailable(self, name: str) -> str | None:
         """Why the backend a name points at (`backend__tool`, `backend/tool`) has no tools, if it has none."""
@@ -384,8 +404,28 @@ class Catalog:
     def _finish(self, config: Config) -> None:
         self.listed = [entry.tool for entry in self.visible()]
         self.pinned = frozenset(config.gateway.pinned)
+        self.list_composites = config.search.list_composites
         if config.gateway.tool_exposure == "search":
-            self.index = ToolIndex(self.listed)
+            self.index = ToolIndex(self._search_documents())
+
+    def _search_documents(self) -> list[SearchDocument]:
+        """Every listed tool with the text its backend and its config add to what it says itself."""
+        texts: dict[str, BackendText] = {}
+        documents = []
+        for entry in self.visible():
+            backend = entry.backend
+            if backend is None:
+                documents.append(SearchDocument(entry.tool))
+                continue
+            config = backend.config
+            if backend.name not in texts:
+                texts[backend.name] = BackendText.of(
+                    backend.name, backend.server_info, config.description, config.keywords
+                )
+            override = config.tools.get(entry.backend_tool or "")
+            keywords = tuple(override.keywords) if override else ()
+            documents.append(SearchDocument(entry.tool, texts[backend.name], keywords))
+        return documents
 
 
 class DefinerView:

@@ -1,14 +1,26 @@
-"""Search mode: clients list `find_tools` and `call_tool` (plus the pinned tools) instead of the
-whole catalog; `find_tools` ranks the catalog by BM25 over names, descriptions and parameter names."""
+"""Search mode: clients list `find_tools` and `call_tool` (plus the pinned tools and, by default,
+the composites) instead of the whole catalog; `find_tools` ranks the catalog with a field-weighted
+BM25 (BM25F) over everything that describes a tool.
+
+A tool's text is split into fields, each with its own weight: its name, title and description;
+its parameters' names, and their descriptions and enum values (a tool may say "write operations for
+pull requests" and name `create` only in an enum); its backend's name, title and description (from
+the server's `initialize` answer and the backend's config, so a backend named `azdo` can still be
+found by "Azure"); and the `keywords` the config gives a backend or a tool for the hard cases.
+The index is built once per catalog snapshot; a query costs one pass over the postings of its terms.
+"""
 
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import mcp_types as types
+
+from toolweave.catalog.search_text import document_terms, query_terms
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
@@ -17,14 +29,19 @@ SEARCH_TOOLS = [
     types.Tool(
         name=FIND_TOOLS,
         description=(
-            "Find tools by what they do. Returns the best matching tools with their input schemas; "
-            "call one with call_tool."
+            "Find tools by what they do: returns the best matches, one line each (name, parameters, "
+            "purpose). Call one with call_tool; detail=true adds each match's full input schema."
         ),
         input_schema={
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What you want to do, in a few words"},
-                "limit": {"type": "integer", "minimum": 1, "default": 10},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
+                "detail": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Include each tool's full input schema",
+                },
             },
             "required": ["query"],
         },
@@ -40,51 +57,189 @@ SEARCH_TOOLS = [
         },
     ),
 ]
-"""What a client lists in search mode (before the pinned tools)."""
+"""What a client lists in search mode (before the pinned tools and the composites)."""
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-K1, B = 1.2, 0.75
+FIELD_WEIGHTS: dict[str, float] = {
+    "name": 3.0,
+    "keywords": 3.0,
+    "title": 2.0,
+    "description": 1.0,
+    "parameters": 0.6,
+    "parameter_text": 0.3,
+    "backend": 0.5,
+}
+"""How much a term found in each field counts, relative to the description (tuned on the bench's
+development queries: `python -m bench.search`)."""
+
+FIELD_LENGTH_NORMS: dict[str, float] = {
+    "name": 0.3,
+    "keywords": 0.0,
+    "title": 0.3,
+    "description": 0.75,
+    "parameters": 0.5,
+    "parameter_text": 0.75,
+    "backend": 0.0,
+}
+"""BM25's `b` per field: long descriptions should not win by repeating words; a backend's text is
+shared by all its tools, so its length says nothing."""
+
+K1 = 1.2
+MAX_ENUM_VALUES = 50
+MAX_SCHEMA_DEPTH = 4
 
 
-def tokenize(text: str) -> list[str]:
-    # split camelCase and snake_case so `listIssues` and `list_issues` both match "issues"
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    return _TOKEN.findall(spaced.lower())
+@dataclass(frozen=True)
+class BackendText:
+    """What describes a backend as a whole: shared by every tool it serves."""
+
+    name: str = ""
+    title: str = ""
+    description: str = ""
+    keywords: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        return " ".join([self.name, self.title, self.description, *self.keywords])
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        server_info: types.Implementation | None,
+        description: str | None = None,
+        keywords: Sequence[str] = (),
+    ) -> BackendText:
+        """A backend's text: its config name, what its server says it is, and what its config adds."""
+        info_names = [server_info.name, server_info.title or ""] if server_info else []
+        described = [description or "", (server_info.description or "") if server_info else ""]
+        return cls(
+            name=name,
+            title=" ".join(filter(None, info_names)),
+            description=" ".join(filter(None, described)),
+            keywords=tuple(keywords),
+        )
 
 
-def _document(tool: types.Tool) -> list[str]:
-    params = " ".join((tool.input_schema or {}).get("properties", {}) or {})
-    name_tokens = tokenize(tool.name)
-    return name_tokens * 2 + tokenize(tool.title or "") + tokenize(tool.description or "") + tokenize(params)
+@dataclass(frozen=True)
+class SearchDocument:
+    """One tool as the index sees it."""
+
+    tool: types.Tool
+    backend: BackendText = field(default_factory=BackendText)
+    keywords: tuple[str, ...] = ()
+
+    def fields(self) -> dict[str, str]:
+        names, texts = _parameter_text(self.tool.input_schema or {})
+        return {
+            "name": self.tool.name,
+            "keywords": " ".join(self.keywords),
+            "title": self.tool.title
+            or (self.tool.annotations.title if self.tool.annotations else None)
+            or "",
+            "description": self.tool.description or "",
+            "parameters": " ".join(names),
+            "parameter_text": " ".join(texts),
+            "backend": self.backend.text(),
+        }
+
+
+def _parameter_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """Parameter names, and their descriptions and enum values, nested objects included."""
+    names: list[str] = []
+    texts: list[str] = []
+
+    def visit(node: Any, depth: int) -> None:
+        if not isinstance(node, Mapping) or depth > MAX_SCHEMA_DEPTH:
+            return
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            for name, sub in properties.items():
+                names.append(str(name))
+                describe(sub)
+                visit(sub, depth + 1)
+        for key in ("items", "additionalProperties"):
+            visit(node.get(key), depth + 1)
+        for key in ("anyOf", "oneOf", "allOf"):
+            options = node.get(key)
+            if isinstance(options, list):
+                for option in options:
+                    describe(option)
+                    visit(option, depth + 1)
+
+    def describe(node: Any) -> None:
+        if not isinstance(node, Mapping):
+            return
+        for key in ("description", "title"):
+            if isinstance(node.get(key), str):
+                texts.append(node[key])
+        for key in ("enum", "examples"):
+            values = node.get(key)
+            if isinstance(values, list):
+                texts.extend(str(value) for value in values[:MAX_ENUM_VALUES] if isinstance(value, str))
+        if isinstance(node.get("const"), str):
+            texts.append(node["const"])
+        items = node.get("items")
+        if isinstance(items, Mapping):
+            describe(items)
+
+    visit(schema, 0)
+    return names, texts
 
 
 class ToolIndex:
-    """An immutable BM25 index, rebuilt with each catalog snapshot."""
+    """An immutable BM25F index, rebuilt with each catalog snapshot.
 
-    def __init__(self, tools: Sequence[types.Tool]) -> None:
-        self.tools = list(tools)
-        self._docs = [Counter(_document(tool)) for tool in self.tools]
-        self._lengths = [sum(doc.values()) for doc in self._docs]
-        self._avg = (sum(self._lengths) / len(self._lengths)) if self._lengths else 1.0
-        frequency: Counter[str] = Counter()
-        for doc in self._docs:
-            frequency.update(doc.keys())
-        n = len(self._docs)
-        self._idf = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequency.items()}
+    Each (term, tool) pair's whole contribution to a score is computed once here, so a query adds
+    up precomputed numbers from its terms' postings and never looks at a tool that shares no term.
+    """
+
+    def __init__(self, documents: Iterable[SearchDocument | types.Tool]) -> None:
+        docs = [doc if isinstance(doc, SearchDocument) else SearchDocument(doc) for doc in documents]
+        self.tools = [doc.tool for doc in docs]
+        field_terms = [{name: document_terms(text) for name, text in doc.fields().items()} for doc in docs]
+        self.postings = _postings(field_terms)
+        self.vocabulary = frozenset(self.postings)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def scores(self, query: str) -> dict[int, float]:
+        """Each matching tool's score (by position in `tools`)."""
+        totals: dict[int, float] = defaultdict(float)
+        for term, weight in query_terms(query, self.vocabulary).items():
+            for index, contribution in self.postings.get(term, ()):
+                totals[index] += weight * contribution
+        return totals
+
+    def ranked(self, query: str) -> list[tuple[int, float]]:
+        """(position, score) of every matching tool, best first; ties keep catalog order."""
+        return sorted(self.scores(query).items(), key=lambda item: (-item[1], item[0]))
 
     def search(self, query: str, limit: int = 10) -> list[types.Tool]:
-        terms = tokenize(query)
-        if not terms:
-            return self.tools[:limit]
-        scored = []
-        for index, doc in enumerate(self._docs):
-            score = 0.0
-            norm = K1 * (1 - B + B * self._lengths[index] / self._avg)
-            for term in terms:
-                tf = doc.get(term)
-                if tf:
-                    score += self._idf[term] * tf * (K1 + 1) / (tf + norm)
-            if score > 0:
-                scored.append((score, index))
-        scored.sort(key=lambda item: (-item[0], item[1]))
-        return [self.tools[index] for _, index in scored[:limit]]
+        return [self.tools[index] for index, _ in self.ranked(query)[:limit]]
+
+
+def _postings(field_terms: Sequence[dict[str, list[str]]]) -> dict[str, list[tuple[int, float]]]:
+    """term -> [(tool, contribution)] where contribution = idf * tf' / (k1 + tf'), tf' the BM25F
+    pseudo-frequency: the field-weighted, field-length-normalised count of the term."""
+    count = len(field_terms) or 1
+    average = {
+        name: (sum(len(terms[name]) for terms in field_terms) / count) or 1.0 for name in FIELD_WEIGHTS
+    }
+    pseudo: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for index, terms in enumerate(field_terms):
+        combined: Counter[str] = Counter()
+        for name, words in terms.items():
+            if not words:
+                continue
+            b = FIELD_LENGTH_NORMS[name]
+            norm = 1 - b + b * len(words) / average[name]
+            weight = FIELD_WEIGHTS[name] / norm
+            for term, frequency in Counter(words).items():
+                combined[term] += weight * frequency
+        for term, tf in combined.items():
+            pseudo[term].append((index, tf))
+    postings: dict[str, list[tuple[int, float]]] = {}
+    for term, entries in pseudo.items():
+        idf = math.log(1 + (count - len(entries) + 0.5) / (len(entries) + 0.5))
+        postings[term] = [(index, idf * tf / (K1 + tf)) for index, tf in entries]
+    return postings

@@ -25,6 +25,17 @@ def _check_pattern(value: str) -> str:
 Pattern = Annotated[str, AfterValidator(_check_pattern)]
 """A name pattern (shell glob, or `re:` + RE2 regex), checked when the config is loaded."""
 
+SearchKeyword = Annotated[str, Field(min_length=1, max_length=100)]
+"""A word or short phrase that search mode's `find_tools` matches a tool by."""
+
+
+class SearchConfig(StrictModel):
+    """`[search]`: how search mode (`gateway.tool_exposure = "search"`) lists and finds tools."""
+
+    list_composites: bool = True
+    """List the composite tools beside `find_tools` and `call_tool`: they are few, and the reason to
+    have a gateway; `false` lists only the search tools and the pinned ones."""
+
 
 class GatewayConfig(StrictModel):
     separator: str = "__"
@@ -108,6 +119,8 @@ class ToolOverride(StrictModel):
     keep_original: bool = False
     """With an alias, keep the original name listed too."""
     description: str | None = None
+    keywords: list[SearchKeyword] = Field(default_factory=list, max_length=64)
+    """Extra words `find_tools` finds this tool by (search mode), for tasks phrased unlike its text."""
     concurrent: bool | None = None
     """Promote a mutating tool to the concurrent-mutation pool."""
     max_concurrency: int | None = Field(default=None, ge=1)
@@ -162,6 +175,10 @@ class BackendConfig(StrictModel):
     read_only_only: bool = False
     hide_destructive: bool = False
     tools: dict[str, ToolOverride] = Field(default_factory=dict)
+    description: str | None = Field(default=None, max_length=2000)
+    """What this backend is for, in a user's words: searched with each of its tools (search mode)."""
+    keywords: list[SearchKeyword] = Field(default_factory=list, max_length=64)
+    """Words every tool of this backend is found by (`["Azure", "ADO"]` for a backend named `azdo`)."""
 
     @field_validator("name")
     @classmethod
@@ -321,6 +338,7 @@ class Config(StrictModel):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
     source: str | None = Field(default=None, exclude=True)
     """The file this config was read from, for relative paths."""
 

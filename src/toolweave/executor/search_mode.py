@@ -1,10 +1,16 @@
 """Search mode (`gateway.tool_exposure = "search"`): clients list `find_tools` and `call_tool`
 instead of the catalog. `find_tools` searches what the caller may see; `call_tool` calls a tool by
-name through the whole pipeline, exactly as if it had been listed."""
+name through the whole pipeline, exactly as if it had been listed.
+
+A `find_tools` answer is built to be cheap in an agent's context: one line a tool (its name, a
+compact parameter signature and the first sentence of its description), sent once as text. The
+full input schemas come only with `detail: true`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -16,6 +22,13 @@ from toolweave.results import error_result, json_text
 
 CallFn = Callable[..., Awaitable[types.CallToolResult]]
 """`await call(name, arguments, progress=...)`: the executor's own `call`."""
+
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 5
+MAX_PURPOSE = 160
+MAX_PARAMETERS = 12
+MAX_ENUM_SHOWN = 5
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`\"'])|\n\s*\n|\n(?=\s*[-*#]|\s*[A-Z][a-z]+:)")
 
 
 async def answer(
@@ -48,16 +61,90 @@ def target_of(name: str, arguments: Any) -> str | None:
 
 
 def _find(catalog: Catalog, tenant: str | None, arguments: Mapping[str, Any]) -> types.CallToolResult:
-    query = arguments.get("query")
-    limit = arguments.get("limit", 10)
-    if not isinstance(query, str) or not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        return error_result("find_tools needs {query: string, limit?: positive integer}")
+    problem = find_arguments_problem(arguments)
+    if problem is not None:
+        return error_result(problem)
+    query: str = arguments["query"]
+    limit: int = arguments.get("limit", DEFAULT_LIMIT)
     found = catalog.search(query, limit, tenant)
-    payload = {"tools": [_summary(tool) for tool in found]}
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json_text(payload))], structured_content=payload
-    )
+    text = render_found(query, found, detail=arguments.get("detail", False))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
-def _summary(tool: types.Tool) -> dict[str, Any]:
-    return {"name": tool.name, "description": tool.description or "", "inputSchema": tool.input_schema}
+def find_arguments_problem(arguments: Mapping[str, Any]) -> str | None:
+    """What is wrong with `find_tools` arguments, said so an agent can fix its call; None if nothing."""
+    usage = "find_tools needs {query: string, limit?: integer 1-50, detail?: boolean}"
+    query = arguments.get("query")
+    limit = arguments.get("limit", DEFAULT_LIMIT)
+    detail = arguments.get("detail", False)
+    unknown = sorted(set(arguments) - {"query", "limit", "detail"})
+    if not isinstance(query, str) or not query.strip():
+        return f"{usage}: 'query' must be a non-empty string"
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        return f"{usage}: 'limit' must be an integer from 1 to {MAX_LIMIT}, not {limit!r}"
+    if not isinstance(detail, bool):
+        return f"{usage}: 'detail' must be true or false, not {detail!r}"
+    if unknown:
+        return f"{usage}: unknown argument(s) {', '.join(map(repr, unknown))}"
+    return None
+
+
+def render_found(query: str, tools: Sequence[types.Tool], *, detail: bool = False) -> str:
+    """The text of a `find_tools` answer: one line a tool, or (detail) each tool with its schema."""
+    if not tools:
+        return f"No tool matches {query!r}. Try other words for what you want to do."
+    if detail:
+        return json_text(
+            {
+                "tools": [
+                    {"name": t.name, "description": t.description or "", "inputSchema": t.input_schema}
+                    for t in tools
+                ]
+            }
+        )
+    lines = [f"{tool.name}{signature(tool.input_schema)} - {purpose(tool)}" for tool in tools]
+    lines.append("Call with call_tool {name, arguments}; find_tools detail=true gives full schemas.")
+    return "\n".join(lines)
+
+
+def purpose(tool: types.Tool) -> str:
+    """The first sentence of a tool's description (or its title), at most MAX_PURPOSE characters."""
+    text = (tool.description or tool.title or "").strip()
+    first = _SENTENCE_END.split(text, 1)[0] if text else ""
+    first = " ".join(first.split())
+    return first if len(first) <= MAX_PURPOSE else first[: MAX_PURPOSE - 3].rstrip() + "..."
+
+
+def signature(schema: Mapping[str, Any] | None) -> str:
+    """`(owner: string, repo: string, state?: "open"|"closed", labels?: string[])`: `?` marks optional."""
+    properties = (schema or {}).get("properties")
+    if not isinstance(properties, Mapping) or not properties:
+        return "()"
+    required = set((schema or {}).get("required") or ())
+    ordered = sorted(properties, key=lambda name: name not in required)
+    shown = [f"{name}{'' if name in required else '?'}: {_type_of(properties[name])}" for name in ordered]
+    more = len(shown) - MAX_PARAMETERS
+    if more > 0:
+        shown = [*shown[:MAX_PARAMETERS], f"+{more} more"]
+    return "(" + ", ".join(shown) + ")"
+
+
+def _type_of(node: Any) -> str:
+    if not isinstance(node, Mapping):
+        return "any"
+    enum = node.get("enum")
+    if isinstance(enum, list) and enum:
+        values = "|".join(json_text(value) for value in enum[:MAX_ENUM_SHOWN])
+        return values + ("|..." if len(enum) > MAX_ENUM_SHOWN else "")
+    kind = node.get("type")
+    if isinstance(kind, list):
+        kind = "|".join(str(k) for k in kind if k != "null") or "null"
+    if kind == "array":
+        return f"{_type_of(node.get('items'))}[]"
+    if kind is None:
+        options = node.get("anyOf") or node.get("oneOf")
+        if isinstance(options, list) and options:
+            kinds = {_type_of(option) for option in options} - {"null"}
+            return "|".join(sorted(kinds)) or "any"
+        return "any"
+    return str(kind)

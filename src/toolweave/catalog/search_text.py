@@ -1,0 +1,92 @@
+"""Words for tool search: how a tool's text and a query become index terms.
+
+Both sides go through the same steps, so a query matches the words a tool is described with:
+compound words (`listIssues`, `pull_request`, `GitHub`, `kube-proxy`) are split into their parts
+*and* kept whole, every part is lower-cased and stemmed (`issues`, `issued` -> `issu`), and function
+words (`what`, `is`, `in`) are dropped: they say nothing about which tool is meant, yet in plain
+BM25 they supply much of a wrong tool's score.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+
+import snowballstemmer
+
+_COMPOUND = re.compile(r"[A-Za-z0-9]+(?:[_\-.'/][A-Za-z0-9]+)*")
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+MAX_WORD = 40
+"""Longer runs (hashes, base64, URLs squashed together) are not words anyone searches for."""
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing don done each etc few for from further had has
+    have having he her here hers herself him himself his how however i if in into is it its itself just
+    let lets me might more most must my myself no nor not now of off on once only or other our ours
+    ourselves out over own please same shall she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until upon us very via was we
+    were what when where which while who whom whose why will with within without would you your yours
+    yourself yourselves e g eg ie i.e e.g want need like would could something someone anything thing
+    things way using use used uses tool tools
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+"""Function words, and words every tool's text has (`use`, `tool`), which only add noise."""
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The English Snowball stem of a lower-case word (cached: tool text repeats its words a lot)."""
+    return _stemmer.stemWord(word)
+
+
+def compounds(text: str) -> Iterator[list[str]]:
+    """Each compound word of `text` as its lower-case parts (`getPullRequest` -> get, pull, request)."""
+    for match in _COMPOUND.finditer(text):
+        raw = match.group()
+        if len(raw) > MAX_WORD * 3:
+            continue
+        parts = [part.lower() for chunk in re.split(r"[_\-.'/]", raw) for part in _PART.findall(chunk)]
+        if parts:
+            yield parts
+
+
+def _term(word: str) -> str | None:
+    if word in STOP_WORDS or len(word) > MAX_WORD:
+        return None
+    return stem(word)
+
+
+def document_terms(text: str) -> list[str]:
+    """The terms a tool's text is indexed under: every part, and each compound whole as well."""
+    terms: list[str] = []
+    for parts in compounds(text):
+        terms.extend(term for term in map(_term, parts) if term)
+        if len(parts) > 1:
+            whole = _term("".join(parts))
+            if whole:
+                terms.append(whole)
+    return terms
+
+
+def query_terms(text: str, known: frozenset[str] | set[str]) -> dict[str, float]:
+    """A query's terms with their weights.
+
+    A compound the index knows whole (`GitHub`) counts whole and not by its parts, so "GitHub"
+    does not find HubSpot's tools by `hub`; a compound the index does not know whole counts by its
+    parts (`pullRequest` finds "pull request").
+    """
+    weights: dict[str, float] = {}
+    for parts in compounds(text):
+        whole = _term("".join(parts)) if len(parts) > 1 else None
+        if whole and whole in known:
+            weights[whole] = 1.0
+            continue
+        for term in map(_term, parts):
+            if term:
+                weights[term] = 1.0
+    return weights
