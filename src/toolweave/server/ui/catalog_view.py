@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolweave.catalog.catalog import Catalog, Entry, is_destructive
-from toolweave.catalog.search import ToolIndex, tokenize
+from toolweave.catalog.search import ToolIndex
+from toolweave.catalog.search_text import document_terms
 from toolweave.gateway import Gateway
 from toolweave.store import StoredComposite
 
@@ -128,7 +129,7 @@ def _index(catalog: Catalog, tenant: str | None) -> ToolIndex:
 def ranked(catalog: Catalog, tenant: str | None, rows: list[ToolRow], text: str) -> list[ToolRow]:
     """`rows` that match `text`, best first by the `find_tools` ranking; unserved drafts (not in the
     index) follow when every word of the query is in their name or description."""
-    terms = tokenize(text)
+    terms = document_terms(text)
     if not terms:
         return rows
     by_name = {row.name: row for row in rows}
@@ -137,7 +138,7 @@ def ranked(catalog: Catalog, tenant: str | None, rows: list[ToolRow], text: str)
     served = {row.name for row in found}
     for row in rows:
         if row.name not in served and row.backend is None and row.kind != "backend":
-            words = set(tokenize(f"{row.name} {row.description}"))
+            words = set(document_terms(f"{row.name} {row.description}"))
             if catalog.get(row.name) is None and all(term in words for term in terms):
                 found.append(row)
     return found
