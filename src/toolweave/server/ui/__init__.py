@@ -1,4 +1,4 @@
-"""The web UI at `/`: the AI Tools list, a tool's page, login (docs/ui.md).
+"""The web UI at `/`: the AI Tools list, a tool's page with Try it, runs, backends, login (docs/ui.md).
 
 HTTP only: pages read the catalog and the definition service and call tools through
 the executor, as the REST API does; the templates and static files are `toolweave.ui`.
@@ -11,7 +11,7 @@ from typing import Any
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from toolweave.server.ui.app import PUBLIC, UiApp
+from toolweave.server.ui.app import CALL, PUBLIC, UiApp
 from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.pages import Pages
 from toolweave.services.runtime import ServerRuntime
@@ -34,7 +34,12 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
     pages = Pages(ui)
     routes += [
         Route("/", ui.page(pages.tools), methods=["GET"]),
+        Route("/tools/{name:path}/try", ui.page(pages.try_tool, scope=CALL), methods=["POST"]),
         Route("/tools/{name:path}", ui.page(pages.tool), methods=["GET"]),
+        Route("/runs", ui.page(pages.runs), methods=["GET"]),
+        Route("/runs/{run_id}", ui.page(pages.run), methods=["GET"]),
+        Route("/runs/{run_id}/resume", ui.page(pages.resume, scope=CALL), methods=["POST"]),
+        Route("/backends", ui.page(pages.backends), methods=["GET"]),
         Route("/login", ui.page(pages.login_form, scope=PUBLIC), methods=["GET"]),
         Route("/login", ui.page(pages.login, scope=PUBLIC), methods=["POST"]),
         Route("/logout", ui.page(pages.logout, scope=PUBLIC), methods=["POST"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -60,11 +61,12 @@ class UiApp:
             undefined=jinja2.StrictUndefined,
             enable_async=False,
         )
+        self.templates.filters["timestamp"] = _timestamp
 
     # -- rendering -------------------------------------------------------------
 
     def render(
-        self, context: PageContext | None, template: str, status: int = 200, **values: Any
+        self, context: PageContext | None, template: str, http_status: int = 200, **values: Any
     ) -> Response:
         base: dict[str, Any] = {"ctx": context, "auth": self.runtime.require_auth}
         if context is not None:
@@ -72,10 +74,10 @@ class UiApp:
         else:
             base.update(csrf="", caller=None, path="")
         html = self.templates.get_template(template).render(**base, **values)
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(html, status_code=http_status)
 
     def problem(self, context: PageContext | None, status: int, title: str, message: str) -> Response:
-        return self.render(context, "problem.html", status=status, title=title, message=message)
+        return self.render(context, "problem.html", http_status=status, title=title, message=message)
 
     # -- the page wrapper --------------------------------------------------------
 
@@ -148,6 +150,12 @@ class UiApp:
             secure=request.url.scheme == "https",
             path="/",
         )
+
+
+def _timestamp(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 async def _csrf_token(request: Request) -> str | None:

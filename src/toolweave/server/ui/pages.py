@@ -1,16 +1,22 @@
-"""The pages: the AI Tools list, a tool's page, login and logout."""
+"""The pages: the AI Tools list, a tool's page and its Try it form, runs, backends, login and logout."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.responses import RedirectResponse, Response
 
-from toolweave.server.ui.app import PageContext, UiApp
+from toolweave.executor.resume import ResumeError, resume_run
+from toolweave.server.ui.app import CALL, PageContext, UiApp
 from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_rows
-from toolweave.server.ui.tool_view import tool_view
+from toolweave.server.ui.run_view import timeline
+from toolweave.server.ui.tool_view import pretty, tool_view
+from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
 
 MAX_KEY_LENGTH = 512
+RUN_STATUSES = ("running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required")
+RUNS_SHOWN = 200
 
 
 def _safe_next(target: str | None) -> str:
@@ -35,12 +41,85 @@ class Pages:
         return self.ui.render(ctx, "tools.html", page=page, query=query, kinds=KINDS)
 
     async def tool(self, ctx: PageContext) -> Response:
+        return await self._tool_page(ctx)
+
+    async def try_tool(self, ctx: PageContext) -> Response:
+        """Call the tool with the form's arguments through the executor (policy and approval apply)."""
+        return await self._tool_page(ctx, trying=True)
+
+    async def _tool_page(self, ctx: PageContext, *, trying: bool = False) -> Response:
         rt = ctx.runtime
         name = ctx.request.path_params["name"]
         view = await tool_view(rt.definitions, name, ctx.caller.tenant) if rt.definitions else None
         if view is None:
             return self.ui.problem(ctx, 404, "No such tool", f"There is no tool named {name!r} here.")
-        return self.ui.render(ctx, "tool.html", tool=view)
+        entry = rt.gateway.catalog.get(name)
+        served = entry is not None and entry.visible_to(ctx.caller.tenant)
+        fields = form_fields(entry.tool.input_schema) if served and entry is not None else []
+        read, result = ReadArguments(), None
+        if trying and served:
+            read = read_arguments(fields, await ctx.request.form())
+            if not read.problems:
+                called = await rt.gateway.executor(ctx.caller).call(name, read.arguments)
+                result = result_view(called)
+        return self.ui.render(
+            ctx,
+            "tool.html",
+            tool=view,
+            fields=fields,
+            may_call=served and ctx.may(CALL),
+            sent=read,
+            result=result,
+        )
+
+    async def runs(self, ctx: PageContext) -> Response:
+        params = ctx.request.query_params
+        tool = (params.get("tool") or "")[:200] or None
+        status = params.get("status") or None
+        status = status if status in RUN_STATUSES else None
+        tenant = ctx.caller.tenant
+        if tenant is None:  # the operator may narrow to one tenant
+            tenant = (params.get("tenant") or "")[:200] or None
+        records = await ctx.runtime.runs.list_runs(tenant=tenant, tool=tool, status=status, limit=RUNS_SHOWN)
+        return self.ui.render(
+            ctx,
+            "runs.html",
+            runs=records,
+            tool=tool or "",
+            status=status or "",
+            tenant=tenant or "",
+            statuses=RUN_STATUSES,
+        )
+
+    async def run(self, ctx: PageContext, result: Any = None, problem: str = "") -> Response:
+        run_id = ctx.request.path_params["run_id"][:64]
+        tenant = ctx.caller.tenant
+        record = await ctx.runtime.runs.get_run(run_id, tenant)
+        if record is None or (tenant is not None and record.tenant != tenant):
+            return self.ui.problem(ctx, 404, "No such run", f"There is no run {run_id!r} here.")
+        return self.ui.render(
+            ctx,
+            "run.html",
+            run=record,
+            bars=timeline(record.steps),
+            arguments=pretty(record.arguments),
+            may_call=ctx.may(CALL),
+            result=result,
+            problem=problem,
+        )
+
+    async def resume(self, ctx: PageContext) -> Response:
+        run_id = ctx.request.path_params["run_id"][:64]
+        try:
+            called = await resume_run(ctx.runtime.gateway.executor(ctx.caller), run_id)
+        except ResumeError as error:
+            return await self.run(ctx, problem=error.message)
+        return await self.run(ctx, result=result_view(called))
+
+    async def backends(self, ctx: PageContext) -> Response:
+        rt = ctx.runtime
+        own = {summary["backend"] for summary in await rt.connections.list(ctx.caller.tenant)}
+        return self.ui.render(ctx, "backends.html", backends=rt.gateway.describe_backends(), own=own)
 
     async def login_form(self, ctx: PageContext) -> Response:
         if not ctx.runtime.require_auth:

@@ -1,0 +1,145 @@
+"""Try it (a form from the input schema, the call through the executor, the result explained), the
+runs list and a run's page with its step timeline, and the backends page — in a real browser."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import expect
+
+from support.api import GREETER, SCRAPER
+from support.browser import serve_ui
+from support.configs import python_backend
+from support.paths import PYTHON, TESTSERVER
+
+WORKFLOW = {
+    "name": "greet_then_multiply",
+    "description": "Greet someone, then multiply two numbers.",
+    "parameters": {
+        "type": "object",
+        "properties": {"who": {"type": "string"}, "a": {"type": "number"}},
+        "required": ["who", "a"],
+    },
+    "steps": [
+        {"id": "hello", "tool": "py/greet", "arguments": {"name": "{{ params.who }}"}},
+        {
+            "id": "times",
+            "tool": "py/multiply",
+            "arguments": {"a": "{{ params.a }}", "b": 2},
+            "dependsOn": ["hello"],
+        },
+        {
+            "id": "boom",
+            "tool": "py/explode",
+            "arguments": {},
+            "dependsOn": ["hello"],
+            "onError": {"action": "continue"},
+        },
+    ],
+}
+
+
+def scraper_backend() -> dict[str, Any]:
+    return {"name": "ts", "command": PYTHON, "args": [str(TESTSERVER)]}
+
+
+async def test_try_a_router_and_find_its_run(browser: Any, tmp_path: Path) -> None:
+    raw = {"backends": [scraper_backend()], "composite_tools": [SCRAPER]}
+    async with serve_ui(raw, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/smart_scraper")
+        await expect(page.locator('label[for="arg-url"] .required')).to_be_visible()
+        await page.fill("#arg-url", "https://www.linkedin.com/in/ada")
+        await page.click("#try-form button[type=submit]")
+        result = page.locator("#result")
+        await expect(result).to_contain_text("Success")
+        await expect(page.locator("#routing")).to_contain_text("linkedin")
+        await expect(page.locator("#routing")).to_contain_text("contains")
+
+        await page.click("#run-link")
+        await expect(page.locator("#run-status")).to_have_text("completed")
+        await expect(page.locator("#run-reason")).to_contain_text("linkedin")
+        await expect(page.locator("#run-arguments")).to_contain_text("linkedin.com/in/ada")
+
+        await page.click("nav >> text=Runs")
+        await expect(page.locator("#runs tbody tr")).to_have_count(1)
+        await expect(page.locator("#runs")).to_contain_text("smart_scraper")
+
+
+async def test_try_shows_is_error_and_bad_arguments_at_their_field(browser: Any, tmp_path: Path) -> None:
+    raw = {"backends": [python_backend()], "composite_tools": [GREETER]}
+    async with serve_ui(raw, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/py__multiply")
+        await page.fill("#arg-a", "3")
+        await page.fill("#arg-b", "2.5")
+        await page.click("#try-form button[type=submit]")
+        await expect(page.locator("#result")).to_contain_text("Success")
+        await expect(page.locator("#result .tree-root")).to_contain_text("7.5")  # structured content
+
+        await page.goto(f"{server.url}/tools/py__explode")
+        await page.click("#try-form button[type=submit]")
+        await expect(page.locator("#result")).to_have_class(re.compile("is-error"))
+        await expect(page.locator("#result")).to_contain_text("isError")
+
+        # JSON that does not parse is reported where it was typed, and nothing is called
+        await page.goto(f"{server.url}/tools/greeter")
+        await page.click("text=Arguments as JSON")
+        await page.fill("#arg-json", "{not json")
+        await page.click("#try-form button[type=submit]")
+        await expect(page.locator(".field-problem")).to_contain_text("not valid JSON")
+        assert await server.runtime.runs.list_runs() == []
+
+
+async def test_a_workflow_run_page_draws_its_steps(browser: Any, tmp_path: Path) -> None:
+    raw = {"backends": [python_backend()], "composite_tools": [WORKFLOW]}
+    async with serve_ui(raw, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/greet_then_multiply")
+        await page.fill("#arg-who", "Ada")
+        await page.fill("#arg-a", "4")
+        await page.click("#try-form button[type=submit]")
+        await expect(page.locator("#workflow-steps li")).to_have_count(3)
+        await page.click("#run-link")
+        bars = page.locator("#timeline g.step")
+        await expect(bars).to_have_count(3)
+        await expect(page.locator('#timeline g[data-step="boom"]')).to_have_class(re.compile("failed"))
+        await expect(page.locator('#timeline g[data-step="times"]')).to_have_class(re.compile("completed"))
+        await expect(page.locator("#run-steps")).to_contain_text("boom")
+
+
+async def test_backends_page_lists_status_and_counts(browser: Any, tmp_path: Path) -> None:
+    raw = {"backends": [python_backend(), {"name": "gone", "url": "http://127.0.0.1:9/mcp"}]}
+    async with serve_ui(raw, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/backends")
+        py = page.locator('tr[data-backend="py"]')
+        await expect(py).to_contain_text("connected")
+        count = len(server.runtime.gateway.backends["py"].tools)
+        await expect(py.locator("td").nth(3)).to_have_text(str(count))
+        gone = page.locator('tr[data-backend="gone"]')
+        await expect(gone.locator(".status")).not_to_have_text("connected")
+        await expect(gone.locator("td").nth(6)).not_to_be_empty()
+
+
+async def test_a_read_only_key_is_offered_no_call_and_refused(browser: Any, tmp_path: Path) -> None:
+    raw = {"backends": [python_backend()]}
+    async with serve_ui(raw, tmp_path, require_auth=True) as server:
+        key = await server.key("alice", "tools:read")
+        context = await browser.new_context()
+        page = await context.new_page()
+        await page.goto(f"{server.url}/login")
+        await page.fill("#key", key)
+        await page.click("button[type=submit]")
+        await page.goto(f"{server.url}/tools/py__greet")
+        await expect(page.locator("h1")).to_contain_text("py__greet")
+        await expect(page.locator("#try-form")).to_have_count(0)
+        # posting anyway (with the session's own CSRF token) is refused by the server
+        token = await page.evaluate("JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRF-Token']")
+        refused = await page.request.post(
+            f"{server.url}/tools/py__greet/try", form={"csrf": token, "name": "x"}
+        )
+        assert refused.status == 403
+        assert await server.runtime.runs.list_runs() == []
