@@ -406,10 +406,11 @@ class Catalog:
         self.pinned = frozenset(config.gateway.pinned)
         self.list_composites = config.search.list_composites
         if config.gateway.tool_exposure == "search":
-            self.index = ToolIndex(self._search_documents())
+            self.index = ToolIndex(self.search_documents())
 
-    def _search_documents(self) -> list[SearchDocument]:
-        """Every listed tool with the text its backend and its config add to what it says itself."""
+    def search_documents(self) -> list[SearchDocument]:
+        """Every listed tool with the text its backend and its config add to what it says itself
+        (what `find_tools` ranks; the web UI's search box ranks the same)."""
         texts: dict[str, BackendText] = {}
         documents = []
         for entry in self.visible():

@@ -20,7 +20,7 @@ from toolweave.store import StoredComposite
 KINDS = ("backend", "fanout", "router", "workflow")
 PAGE_SIZE = 50
 
-_indexes: weakref.WeakKeyDictionary[Catalog, dict[str | None, ToolIndex]] = weakref.WeakKeyDictionary()
+_indexes: weakref.WeakKeyDictionary[Catalog, ToolIndex] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,22 +118,25 @@ def tool_rows(gateway: Gateway, stored: list[StoredComposite], tenant: str | Non
     return rows
 
 
-def _index(catalog: Catalog, tenant: str | None) -> ToolIndex:
-    per_tenant = _indexes.setdefault(catalog, {})
-    index = per_tenant.get(tenant)
+def _index(catalog: Catalog) -> ToolIndex:
+    """The snapshot's `find_tools` index (built with it in search mode, else here, once per snapshot)."""
+    if catalog.index is not None:
+        return catalog.index
+    index = _indexes.get(catalog)
     if index is None:
-        index = per_tenant[tenant] = ToolIndex([entry.tool for entry in catalog.listed_for(tenant)])
+        index = _indexes[catalog] = ToolIndex(catalog.search_documents())
     return index
 
 
 def ranked(catalog: Catalog, tenant: str | None, rows: list[ToolRow], text: str) -> list[ToolRow]:
-    """`rows` that match `text`, best first by the `find_tools` ranking; unserved drafts (not in the
-    index) follow when every word of the query is in their name or description."""
+    """`rows` that match `text`, best first by the `find_tools` ranking (`rows` are what the tenant
+    sees, so another tenant's tools never appear); unserved drafts (not in the index) follow when
+    every word of the query is in their name or description."""
     terms = document_terms(text)
     if not terms:
         return rows
     by_name = {row.name: row for row in rows}
-    index = _index(catalog, tenant)
+    index = _index(catalog)
     found = [by_name[tool.name] for tool in index.search(text, len(index.tools)) if tool.name in by_name]
     served = {row.name for row in found}
     for row in rows:
