@@ -288,6 +288,26 @@ class UiConfig(StrictModel):
     """A browser session unused this long must log in again (with auth on)."""
 
 
+class LimitsConfig(StrictModel):
+    """What one caller may hold at once, so that it cannot exhaust what every caller shares."""
+
+    mcp_sessions_per_key: int = Field(default=16, ge=1, le=10_000)
+    """Open handshake-era MCP sessions (2025-11-25 and older) one API key may hold."""
+    mcp_sessions_per_tenant: int = Field(default=64, ge=1, le=10_000)
+    """Open handshake-era MCP sessions all API keys of one tenant may hold together."""
+    mcp_sessions_total: int = Field(default=10_000, ge=1, le=1_000_000)
+    """Open handshake-era MCP sessions of the whole gateway (the operator's included)."""
+    mcp_session_idle: Duration = 600.0
+    """A session with no request for this long is closed (its client must initialize again)."""
+
+    @field_validator("mcp_session_idle")
+    @classmethod
+    def _idle_positive(cls, value: float) -> float:
+        if not 0 < value <= 86_400:
+            raise ValueError("mcp_session_idle must be more than 0 and at most 24h")
+        return value
+
+
 class FederatedNamespace(StrictModel):
     """A namespace the operator reserves for federated clients: whose it is, and who sees it."""
 
@@ -339,6 +359,7 @@ class Config(StrictModel):
     auth: AuthConfig = Field(default_factory=AuthConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     source: str | None = Field(default=None, exclude=True)
     """The file this config was read from, for relative paths."""
 

@@ -21,6 +21,7 @@ from toolweave.server.auth import AuthMiddleware
 from toolweave.server.federation import federation_route
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
 from toolweave.server.mcp.front import MCPFront
+from toolweave.server.mcp.sessions import SessionQuota
 from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
 from toolweave.server.ui import ui_routes
 from toolweave.services.runtime import ServerRuntime
@@ -50,31 +51,37 @@ def create_app(
     request take the SDK's SSE-capable path. `json_response=True` answers JSON always.
     """
     front = MCPFront(gateway)
-    mcp_app = front.server.streamable_http_app(
+    limits = gateway.config.limits
+    front.server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=json_response,
         host=host,
         # Host/Origin are checked once, for every route, by HostOriginMiddleware
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=limits.mcp_session_idle,
+        max_sessions=limits.mcp_sessions_total,
     )
     session_manager = front.server.session_manager
     managers = [session_manager]
-    mcp_route = next(route for route in mcp_app.routes if getattr(route, "path", None) == "/mcp")
+    endpoint: Any = StreamableHTTPASGIApp(session_manager)
     if not json_response:
         json_manager = StreamableHTTPSessionManager(
             app=front.server,
             json_response=True,
             security_settings=session_manager.security_settings,
             max_request_body_size=session_manager.max_request_body_size,
+            session_idle_timeout=limits.mcp_session_idle,
+            max_sessions=limits.mcp_sessions_total,
         )
         managers.append(json_manager)
-        router = ModernJsonRouter(
-            StreamableHTTPASGIApp(session_manager),
+        endpoint = ModernJsonRouter(
+            endpoint,
             StreamableHTTPASGIApp(json_manager),
             max_body=session_manager.max_request_body_size,
             lane=PlainModernLane(front, session_manager.security_settings),
         )
-        mcp_route = Route("/mcp", endpoint=router)
+    quota = SessionQuota(endpoint, limits, live=lambda sid: any(_is_open(m, sid) for m in managers))
+    mcp_route = Route("/mcp", endpoint=quota)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -107,6 +114,11 @@ def create_app(
     app.state.gateway = gateway
     app.state.front = front
     return app
+
+
+def _is_open(manager: StreamableHTTPSessionManager, session_id: str) -> bool:
+    """Whether `manager` still serves the session (the SDK keeps no public view of its sessions)."""
+    return session_id in manager._server_instances
 
 
 def _freeze_startup_heap() -> None:
