@@ -11,8 +11,16 @@ template means the same thing everywhere. Design points:
   asks for.
 - Templates are compiled once and cached by source; `compile_value`
   precompiles a whole argument tree so the hot path only evaluates.
-- Limits bound what data can make a template do: nesting depth, rendered
-  size, sequence repetition, exponents, and `range`.
+- Limits bound what data can make a template do, checked *while* it runs,
+  never after: every operator, call, filter and loop iteration is charged to
+  the render's budget (`MAX_STEPS` steps, `MAX_WORK_CHARS` characters
+  built), and no single value may pass `MAX_VALUE_CHARS` characters,
+  `MAX_SEQUENCE` items or `MAX_INT_DIGITS` digits — each checked *before* the
+  operation allocates (`center(10**9)` is refused, not attempted).
+- `run_bounded` keeps the event loop free: a render first runs inline on a
+  small budget (almost every template fits), and only one that outgrows it is
+  run again, whole, on a small thread pool (the "compute lane") with the full
+  budget. Templates are pure, so the rerun sees exactly what the first saw.
 - Error messages never carry parameter values; the values of secret
   parameters are removed from any message that might quote them
   (`toolweave.secrets.redact_text`).
@@ -20,15 +28,30 @@ template means the same thing everywhere. Design points:
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+import string
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, ParamSpec, TypeVar
 
-from jinja2 import StrictUndefined, Template, Undefined, meta, nodes
+from jinja2 import (
+    StrictUndefined,
+    Template,
+    Undefined,
+    filters,
+    meta,
+    nodes,
+    pass_environment,
+    pass_eval_context,
+)
 from jinja2 import TemplateSyntaxError as _JinjaSyntaxError
-from jinja2.runtime import Context
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.runtime import Context, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 MAX_SOURCE_CHARS = 100_000
@@ -41,6 +64,32 @@ MAX_SEQUENCE = 100_000
 """Longest string/list `*` may build, and the largest `range`."""
 MAX_EXPONENT = 256
 """Largest exponent `**` accepts for bases other than -1, 0 and 1."""
+MAX_VALUE_CHARS = MAX_RENDERED_CHARS
+"""Longest string any one operation (`+`, `~`, `%`, `center`, `replace`, `join`, ...) may build."""
+MAX_INT_DIGITS = 4000
+"""Most decimal digits an integer built by `*` or `**` may have (Python prints at most 4300)."""
+MAX_STEPS = 250_000
+"""Operations (calls, filters, operators, loop iterations) one render may take in the compute lane."""
+MAX_WORK_CHARS = 50_000_000
+"""Characters one render may build in all, summed over its operations, in the compute lane."""
+INLINE_STEPS = 1_000
+"""Steps a render may take on the event loop before it is moved to the compute lane."""
+INLINE_WORK_CHARS = 1_000_000
+"""Characters a render may build on the event loop before it is moved to the compute lane."""
+LANE_THREADS = 1
+"""Threads of the compute lane: heavy renders queue there, never on the event loop. One, because
+every lane thread competes with the event loop for the GIL."""
+LANE_SLICE_SECONDS = 0.002
+"""How long a lane render runs before it pauses to let the event loop have the GIL."""
+LANE_PAUSE_SECONDS = 0.002
+"""How long it pauses: the lane gets at most half of one core."""
+
+_CLOCK_EVERY = 64
+"""Steps between two looks at the clock in the lane (a step is ~1–5 µs)."""
+
+_MACRO_STEPS = 10
+"""A macro call costs as much as about ten loop iterations (it builds a frame and a context)."""
+_MAX_INT_BITS = int(MAX_INT_DIGITS * 3.3219280948873626)
 
 Context_ = Mapping[str, Any]
 
@@ -75,6 +124,8 @@ def _tojson(value: Any, indent: int | None = None) -> str:
     """Compact JSON (like Go's json.Marshal), not HTML-escaped: values go to tools, not to pages."""
     if indent is None:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    if isinstance(indent, int) and indent > 16:
+        raise TemplateLimitError("tojson indent is limited to 16")
     return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
 
 
@@ -101,6 +152,237 @@ def _quote(value: Any) -> str:
     return json.dumps(value if isinstance(value, str) else str(value), ensure_ascii=False)
 
 
+# -- the budget: a render's cost, counted while it runs ------------------------------
+
+
+class _NeedsLane(TemplateLimitError):
+    """The inline budget ran out: the render is rerun, whole, in the compute lane (never seen by users)."""
+
+
+class _Budget:
+    """What one render may still spend; every hook charges it before doing the work.
+
+    In the compute lane it also paces the render: after each `LANE_SLICE_SECONDS` of work the
+    thread sleeps `LANE_PAUSE_SECONDS`, releasing the GIL. Without that a busy lane thread keeps the
+    event loop waiting for the GIL for tens to hundreds of milliseconds (measured: p99 loop lag
+    180 ms with two spinning threads on a loaded machine).
+    """
+
+    __slots__ = ("chars", "inline", "slice_started", "steps", "until_clock")
+
+    def __init__(self, steps: int, chars: int, *, inline: bool) -> None:
+        self.steps = steps
+        self.chars = chars
+        self.inline = inline
+        self.until_clock = _CLOCK_EVERY
+        self.slice_started = time.perf_counter()
+
+    def charge(self, steps: int, chars: int) -> None:
+        self.steps -= steps
+        self.chars -= chars
+        if not self.inline:
+            self.until_clock -= steps
+            if self.until_clock <= 0:
+                self._pace()
+        if self.steps >= 0 and self.chars >= 0:
+            return
+        if self.inline:
+            raise _NeedsLane("inline budget spent")
+        if self.steps < 0:
+            raise TemplateLimitError(f"template takes more than {MAX_STEPS} steps (loops, calls, operators)")
+        raise TemplateLimitError(f"template builds more than {MAX_WORK_CHARS} characters in all")
+
+    def _pace(self) -> None:
+        self.until_clock = _CLOCK_EVERY
+        now = time.perf_counter()
+        if now - self.slice_started >= LANE_SLICE_SECONDS:
+            time.sleep(LANE_PAUSE_SECONDS)
+            self.slice_started = time.perf_counter()
+
+
+_ACTIVE: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
+    "toolweave_template_budget", default=None
+)
+
+
+def _charge(steps: int = 1, chars: int = 0) -> None:
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.charge(steps, chars)
+
+
+def _budgeted(run: Callable[[], _T]) -> _T:
+    """Run one render under the active budget, or under a fresh full one when none is active."""
+    if _ACTIVE.get() is not None:
+        return run()
+    token = _ACTIVE.set(_Budget(MAX_STEPS, MAX_WORK_CHARS, inline=False))
+    try:
+        return run()
+    finally:
+        _ACTIVE.reset(token)
+
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+_LANE = ThreadPoolExecutor(max_workers=LANE_THREADS, thread_name_prefix="toolweave-templates")
+
+
+async def run_bounded(render: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """`render(*args)` (anything that renders templates and is otherwise pure) without stalling the loop.
+
+    It runs inline on `INLINE_STEPS` / `INLINE_WORK_CHARS`; a render that needs more starts again
+    from scratch in the compute lane with the full budget, so one tenant's heavy template costs
+    the others nothing but a share of the CPU.
+    """
+    token = _ACTIVE.set(_Budget(INLINE_STEPS, INLINE_WORK_CHARS, inline=True))
+    try:
+        return render(*args, **kwargs)
+    except _NeedsLane:
+        pass
+    finally:
+        _ACTIVE.reset(token)
+    call = functools.partial(_in_lane, functools.partial(render, *args, **kwargs))
+    return await asyncio.get_running_loop().run_in_executor(_LANE, call)
+
+
+def _in_lane(run: Callable[[], _T]) -> _T:
+    token = _ACTIVE.set(_Budget(MAX_STEPS, MAX_WORK_CHARS, inline=False))
+    try:
+        return run()
+    finally:
+        _ACTIVE.reset(token)
+
+
+# -- checks made before an operation allocates ------------------------------------------
+
+
+def _too_long(size: int, what: str) -> None:
+    if size > MAX_VALUE_CHARS:
+        raise TemplateLimitError(f"{what} would build {size} characters; the limit is {MAX_VALUE_CHARS}")
+    _charge(1, size)
+
+
+def _check_width(width: Any, what: str) -> None:
+    if isinstance(width, int) and width > MAX_VALUE_CHARS:
+        raise TemplateLimitError(f"{what} width {width} exceeds the limit of {MAX_VALUE_CHARS}")
+
+
+def _check_int(value: Any) -> None:
+    if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
+        raise TemplateLimitError(f"integers are limited to {MAX_INT_DIGITS} digits")
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str | list | tuple) else 0
+
+
+def _check_repeat(seq: Any, times: Any) -> None:
+    if isinstance(seq, str | list | tuple) and isinstance(times, int):
+        if len(seq) * times > MAX_SEQUENCE:
+            raise TemplateLimitError(f"repeating a sequence to more than {MAX_SEQUENCE} items is not allowed")
+        _charge(1, len(seq) * max(times, 0))
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    numbers = isinstance(base, int | float) and isinstance(exponent, int | float)
+    if numbers and abs(exponent) > MAX_EXPONENT and abs(base) > 1:
+        raise TemplateLimitError(f"exponents above {MAX_EXPONENT} are not allowed")
+    integers = isinstance(base, int) and isinstance(exponent, int)
+    if integers and exponent > 0 and base.bit_length() * exponent > _MAX_INT_BITS:
+        raise TemplateLimitError(f"integers are limited to {MAX_INT_DIGITS} digits")
+
+
+def _check_product(left: Any, right: Any) -> None:
+    _check_repeat(left, right)
+    _check_repeat(right, left)
+    integers = isinstance(left, int) and isinstance(right, int)
+    if integers and left.bit_length() + right.bit_length() > _MAX_INT_BITS:
+        raise TemplateLimitError(f"integers are limited to {MAX_INT_DIGITS} digits")
+
+
+_PRINTF_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _check_printf(template: Any) -> None:
+    """`"%999999999d" % 1` would allocate a gigabyte: widths and precisions are checked first."""
+    if not isinstance(template, str):
+        return
+    for match in _PRINTF_FIELD.finditer(template):
+        for number in match.groups():
+            if number == "*":
+                raise TemplateLimitError("'%*' (a width taken from the arguments) is not allowed")
+            if number is not None and int(number) > MAX_VALUE_CHARS:
+                raise TemplateLimitError(f"format width {number} exceeds the limit of {MAX_VALUE_CHARS}")
+
+
+_SPEC_NUMBER = re.compile(r"\d+")
+
+
+def _check_format_spec(template: str) -> None:
+    """`"{:>999999999}".format(1)`: every width and precision of a `str.format` template is checked."""
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return  # the format call itself reports it
+    for _literal, _field, spec, _conversion in fields:
+        if not spec:
+            continue
+        if "{" in spec:
+            raise TemplateLimitError("nested fields in a format spec are not allowed")
+        for number in _SPEC_NUMBER.findall(spec):
+            if int(number) > MAX_VALUE_CHARS:
+                raise TemplateLimitError(f"format width {number} exceeds the limit of {MAX_VALUE_CHARS}")
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    _charge()
+    if operator == "*":
+        _check_product(left, right)
+    elif operator == "**":
+        _check_power(left, right)
+    elif operator == "+":
+        if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
+            _too_long(len(left) + len(right), "'+'")
+    elif operator == "%":
+        _check_printf(left)
+
+
+def _check_str_method(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """Bound the output of the str methods that can build more than their input; returns the args
+    (a `join` argument is materialized once, so it is measured and then joined)."""
+    owner = getattr(method, "__self__", None)
+    if not isinstance(owner, str):
+        return args
+    name = getattr(method, "__name__", "")
+    if name in ("center", "ljust", "rjust", "zfill"):
+        width = args[0] if args else kwargs.get("width", 0)
+        _check_width(width, f"'{name}'")
+        _charge(1, width if isinstance(width, int) else 0)
+    elif name == "expandtabs":
+        size = args[0] if args else kwargs.get("tabsize", 8)
+        if isinstance(size, int):
+            _too_long(len(owner) + owner.count("\t") * max(size, 0), "'expandtabs'")
+    elif name == "replace":
+        _check_replace(owner, *args[:3])
+    elif name == "join" and args:
+        items = list(args[0])
+        _too_long(sum(_size(item) for item in items) + len(owner) * max(len(items) - 1, 0), "'join'")
+        return (items, *args[1:])
+    elif name == "translate" and args and isinstance(args[0], Mapping):
+        longest = max((_size(value) for value in args[0].values()), default=1)
+        _too_long(len(owner) * max(longest, 1), "'translate'")
+    return args
+
+
+def _check_replace(text: Any, old: Any = None, new: Any = None, count: Any = None) -> None:
+    if not (isinstance(text, str) and isinstance(old, str) and isinstance(new, str)):
+        return
+    found = len(text) + 1 if old == "" else text.count(old)
+    if isinstance(count, int) and count >= 0:
+        found = min(found, count)
+    _too_long(len(text) + found * (len(new) - len(old)), "'replace'")
+
+
 def _safe_range(*args: int) -> range:
     result = range(*args)
     if len(result) > MAX_SEQUENCE:
@@ -108,16 +390,43 @@ def _safe_range(*args: int) -> range:
     return result
 
 
+def _counted(iterable: Any) -> Iterator[Any]:
+    """Every `{% for %}` iterates through this: each iteration is a step of the budget."""
+    for item in iterable:
+        _charge()
+        yield item
+
+
+def _concat(parts: Iterable[Any]) -> str:
+    """`a ~ b`: measured before it is joined."""
+    texts = [part if isinstance(part, str) else str(part) for part in parts]
+    _too_long(sum(len(text) for text in texts), "'~'")
+    return "".join(texts)
+
+
+class _BoundedCodeGenerator(CodeGenerator):
+    """Jinja's code generator, with `~` going through `environment.tw_concat` (a size check)."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.tw_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
 class _Sandbox(ImmutableSandboxedEnvironment):
-    """The sandbox plus two data-friendly rules.
+    """The sandbox plus two data-friendly rules and the budget.
 
     Dot access on a dict prefers its keys, so `output.items` or `output.keys`
-    reach the data a tool returned rather than dict methods. `*` and `**` are
-    intercepted so a template cannot build a gigabyte string or a number with
-    a million digits.
+    reach the data a tool returned rather than dict methods. Every call,
+    operator and `~` is charged to the render's budget and checked before it
+    runs, so a template cannot build a gigabyte string or a number with a
+    million digits.
     """
 
-    intercepted_binops = frozenset({"*", "**"})
+    code_generator_class = _BoundedCodeGenerator
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, dict) and attribute in obj:
@@ -125,32 +434,115 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            _check_repeat(left, right)
-            _check_repeat(right, left)
-        elif operator == "**":
-            _check_power(left, right)
+        _check_binop(operator, left, right)
         return super().call_binop(context, operator, left, right)
 
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        _charge(_MACRO_STEPS if isinstance(__obj, Macro) else 1)
+        args = _check_str_method(__obj, args, kwargs)
+        return super().call(__context, __obj, *args, **kwargs)
 
-def _check_repeat(seq: Any, times: Any) -> None:
-    if isinstance(seq, str | list | tuple) and isinstance(times, int) and len(seq) * times > MAX_SEQUENCE:
-        raise TemplateLimitError(f"repeating a sequence to more than {MAX_SEQUENCE} items is not allowed")
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None:
+            _check_format_spec(value.__self__)
+        return wrapped
+
+    @staticmethod
+    def tw_concat(parts: Iterable[Any]) -> str:
+        return _concat(parts)
 
 
-def _check_power(base: Any, exponent: Any) -> None:
-    numbers = isinstance(base, int | float) and isinstance(exponent, int | float)
-    if numbers and abs(exponent) > MAX_EXPONENT and abs(base) > 1:
-        raise TemplateLimitError(f"exponents above {MAX_EXPONENT} are not allowed")
+# -- filters that could build more than they are given, checked first ----------------------
+
+
+def _center(value: Any, width: int = 80) -> str:
+    _check_width(width, "'center'")
+    _charge(1, width if isinstance(width, int) else 0)
+    return filters.do_center(value, width)
+
+
+def _indent(text: Any, width: int | str = 4, first: bool = False, blank: bool = False) -> str:
+    pad = width if isinstance(width, str) else " " * min(max(width, 0), MAX_VALUE_CHARS + 1)
+    source = str(text)
+    _too_long(len(source) + (source.count("\n") + 1) * len(pad), "'indent'")
+    return filters.do_indent(text, width, first, blank)
+
+
+def _join(eval_ctx: Any, value: Iterable[Any], d: str = "", attribute: str | int | None = None) -> str:
+    items = list(value)
+    _too_long(sum(len(str(item)) for item in items) + len(d) * max(len(items) - 1, 0), "'join'")
+    return filters.do_join(eval_ctx, items, d, attribute)
+
+
+def _replace(eval_ctx: Any, s: Any, old: Any, new: Any, count: int | None = None) -> str:
+    _check_replace(str(s), str(old), str(new), count)
+    return filters.do_replace(eval_ctx, s, old, new, count)
+
+
+def _format(value: Any, *args: Any, **kwargs: Any) -> str:
+    _check_printf(value)
+    return filters.do_format(value, *args, **kwargs)
+
+
+def _wordwrap(environment: Any, s: str, width: int = 79, break_long_words: bool = True, wrapstring: str | None = None, break_on_hyphens: bool = True) -> str:  # fmt: skip
+    if wrapstring is not None:
+        _too_long(len(s) * (1 + len(wrapstring)), "'wordwrap'")
+    return filters.do_wordwrap(environment, s, width, break_long_words, wrapstring, break_on_hyphens)
+
+
+def _batch(value: Iterable[Any], linecount: int, fill_with: Any = None) -> Iterator[list[Any]]:
+    if fill_with is not None and isinstance(linecount, int) and linecount > MAX_SEQUENCE:
+        raise TemplateLimitError(f"batch of more than {MAX_SEQUENCE} items is not allowed")
+    return filters.do_batch(value, linecount, fill_with)
+
+
+def _slice(value: Any, slices: int, fill_with: Any = None) -> Iterator[list[Any]]:
+    if isinstance(slices, int) and slices > MAX_SEQUENCE:
+        raise TemplateLimitError(f"slice into more than {MAX_SEQUENCE} parts is not allowed")
+    return filters.do_slice(value, slices, fill_with)
+
+
+_BOUNDED_FILTERS: dict[str, Callable[..., Any]] = {
+    "center": _center,
+    "indent": _indent,
+    "join": pass_eval_context(_join),
+    "replace": pass_eval_context(_replace),
+    "format": _format,
+    "wordwrap": pass_environment(_wordwrap),
+    "batch": _batch,
+    "slice": _slice,
+}
+
+
+def _charged(run: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter that costs a step, and whose text result counts toward the characters built."""
+
+    @functools.wraps(run)
+    def filtered(*args: Any, **kwargs: Any) -> Any:
+        _charge()
+        result = run(*args, **kwargs)
+        if isinstance(result, str):
+            _charge(0, len(result))
+        return result
+
+    return filtered
 
 
 def _make_environment() -> _Sandbox:
     env = _Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env.filters.update(_BOUNDED_FILTERS)
     env.filters["tojson"] = _tojson
     env.filters["fromjson"] = _fromjson
     env.filters["quote"] = _quote
+    env.filters = {name: _charged(run) for name, run in env.filters.items()}
+    env.filters[_LOOP_FILTER] = _counted
     env.globals["range"] = _safe_range
+    del env.globals["lipsum"]  # lipsum(n=10**6) is a CPU bomb nobody needs in tool arguments
     return env
+
+
+_LOOP_FILTER = "tw_counted"
 
 
 ENV = _make_environment()
@@ -203,6 +595,7 @@ class CompiledTemplate:
         paths: set[tuple[str, ...]] = set()
         _collect_paths(tree, paths, inner=False)
         self.paths = frozenset(paths)
+        _count_loops(tree)
         expression = _single_expression(tree)
         if expression is not None:
             assign = nodes.Assign(nodes.Name(_RESULT, "store"), expression, lineno=1)
@@ -221,9 +614,16 @@ class CompiledTemplate:
 
     def evaluate(self, context: Context_) -> Any:
         """Evaluate a `native` template to its value (other kinds render to text)."""
+        return _budgeted(lambda: self._evaluate(context))
+
+    def render_text(self, context: Context_) -> str:
+        """Render to text, stopping as soon as the output passes `MAX_RENDERED_CHARS`."""
+        return _budgeted(lambda: self._render_text(context))
+
+    def _evaluate(self, context: Context_) -> Any:
         template = self._expression
         if template is None:
-            return self.render_text(context)
+            return self._render_text(context)
         try:
             state = template.new_context(context)
             for _ in template.root_render_func(state):
@@ -235,10 +635,11 @@ class CompiledTemplate:
             raise
         except Exception as error:  # noqa: BLE001 - any failure inside a template is the template's error
             raise TemplateRenderError(_render_message(error, self.source)) from None
-        return _to_native(value)
+        native = _to_native(value)
+        _check_native_size(native, self.source)
+        return native
 
-    def render_text(self, context: Context_) -> str:
-        """Render to text, stopping as soon as the output passes `MAX_RENDERED_CHARS`."""
+    def _render_text(self, context: Context_) -> str:
         template = self._template
         if template is None:
             return self.source
@@ -260,6 +661,12 @@ class CompiledTemplate:
 
 
 _RESULT = "result"
+
+
+def _count_loops(tree: nodes.Template) -> None:
+    """Route every `{% for %}`'s iterable through the counting filter, so each iteration is charged."""
+    for loop in tree.find_all(nodes.For):
+        loop.iter = nodes.Filter(loop.iter, _LOOP_FILTER, [], [], None, None, lineno=loop.lineno)
 
 
 def _compile(tree: nodes.Template) -> Template:
@@ -302,6 +709,29 @@ def _to_native(value: Any) -> Any:
                 raise TemplateLimitError(f"an expression produced more than {MAX_SEQUENCE} items")
         return items
     return value
+
+
+def _check_native_size(value: Any, source: str) -> None:
+    """A lone `{{ expr }}` is held to the same output limit as rendered text (strings and items counted)."""
+    size = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, dict):
+            size += len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            size += len(item)
+            stack.extend(item)
+        else:
+            size += 1
+        if size > MAX_RENDERED_CHARS:
+            raise TemplateLimitError(
+                f"template output exceeds {MAX_RENDERED_CHARS} characters (in {_clip(source)})"
+            )
 
 
 def _clip(source: str, limit: int = 120) -> str:

@@ -44,6 +44,7 @@ from toolweave.templates import (
     TemplateError,
     ValueTemplate,
     coerce,
+    run_bounded,
 )
 
 KIND: Final = "fanout"
@@ -246,7 +247,7 @@ async def call_target(
     """Call one target; every failure becomes an error result (cancellation still propagates)."""
     started = time.perf_counter()
     try:
-        call_args = target.call_arguments(args, context)
+        call_args = await run_bounded(target.call_arguments, args, context)
     except TemplateError as error:
         failure = _error(f"cannot build the arguments for {target.name}: {error}")
         return Outcome(target, failure, _elapsed_ms(started), "failed")

@@ -58,7 +58,7 @@ from toolweave.composite.workflow.steps import (
 from toolweave.results import error_result, json_text, ok_result, text
 from toolweave.runs import StepRecord
 from toolweave.secrets import redact_text, secret_values
-from toolweave.templates import TemplateError, copy_json
+from toolweave.templates import TemplateError, copy_json, run_bounded
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ class WorkflowRun:
                 return refusal
             self.rerun.add(step.index)
         try:
-            if not condition_holds(step, self.context):
+            if not await run_bounded(condition_holds, step, self.context):
                 return skipped(step, "condition is false")
         except TemplateError as error:
             return failed(f"condition: {error}")

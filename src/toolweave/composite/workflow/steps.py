@@ -26,7 +26,7 @@ from toolweave.composite.workflow.plan import (
     ToolCallPlan,
 )
 from toolweave.results import joined_text
-from toolweave.templates import TemplateError, coerce, copy_json
+from toolweave.templates import TemplateError, coerce, copy_json, run_bounded
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ async def run_call(
 ) -> StepOutcome:
     """Render, call (with retries) under `timeout`, and turn the result into an outcome."""
     try:
-        arguments = render_arguments(call, context)
+        arguments = await run_bounded(render_arguments, call, context)
     except TemplateError as error:
         return failed(str(error))
     attempts = [0]
@@ -179,7 +179,7 @@ async def run_elicitation(ctx: RunContext, step: StepPlan, context: Mapping[str,
     plan = step.elicit
     assert plan is not None
     try:
-        message = plan.message.render_text(context)
+        message = await run_bounded(plan.message.render_text, context)
     except TemplateError as error:
         return failed(f"message: {error}")
     try:
@@ -281,7 +281,7 @@ async def run_for_each(ctx: RunContext, step: StepPlan, context: Mapping[str, An
     plan = step.for_each
     assert plan is not None
     try:
-        items = collection_items(plan, context)
+        items = await run_bounded(collection_items, plan, context)
     except TemplateError as error:
         return failed(f"collection: {error}")
     results: list[dict[str, Any] | None] = [None] * len(items)
