@@ -326,6 +326,17 @@ class DefinitionService:
             )
         return model
 
+    def problems_of(
+        self, definition: Any, tenant: str | None, *, exclude_id: str | None = None
+    ) -> list[Problem]:
+        """Every problem `create` or `update` would reject `definition` for, saving nothing: the web
+        UI's builder validates as you type with the same checks as the API."""
+        try:
+            self._validate(definition, tenant, exclude_id=exclude_id)
+        except DefinitionError as error:
+            return error.problems or [Problem("definition", error.message)]
+        return []
+
     def check_name(self, name: str, *, exclude_id: str | None) -> None:
         """409 naming both sides when `name` is taken by the file, a backend tool or another API composite."""
         here = f"composite tool {name!r} (this request)"

@@ -11,7 +11,8 @@ from typing import Any
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from toolweave.server.ui.app import CALL, PUBLIC, UiApp
+from toolweave.server.ui.app import ADMIN, CALL, PUBLIC, UiApp
+from toolweave.server.ui.builder_pages import BuilderPages
 from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.pages import Pages
 from toolweave.services.runtime import ServerRuntime
@@ -32,7 +33,12 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
         return routes
     ui = UiApp(runtime)
     pages = Pages(ui)
+    builder = BuilderPages(ui)
     routes += [
+        Route("/build/router", ui.page(builder.new, scope=ADMIN), methods=["GET"]),
+        Route("/build/router", ui.page(builder.post, scope=ADMIN), methods=["POST"]),
+        Route("/build/router/check", ui.page(builder.check, scope=ADMIN), methods=["POST"]),
+        Route("/tools/{name:path}/edit", ui.page(builder.edit, scope=ADMIN), methods=["GET"]),
         Route("/", ui.page(pages.tools), methods=["GET"]),
         Route("/tools/{name:path}/try", ui.page(pages.try_tool, scope=CALL), methods=["POST"]),
         Route("/tools/{name:path}", ui.page(pages.tool), methods=["GET"]),
