@@ -27,6 +27,7 @@ from bench.scenarios.http_api import scenario_i
 from bench.scenarios.memory import scenario_g
 from bench.scenarios.passthrough import scenario_a, scenario_b
 from bench.scenarios.peer_gateways import scenario_h
+from bench.scenarios.ui import scenario_j
 
 Scenario = Callable[[Bench], Awaitable[ScenarioResult]]
 
@@ -40,6 +41,7 @@ SCENARIOS: dict[str, Scenario] = {
     "G": scenario_g,
     "H": scenario_h,
     "I": scenario_i,
+    "J": scenario_j,
 }
 
 

@@ -1,0 +1,104 @@
+"""J: the web UI's AI Tools list with 300 tools (3 backends x 100), warm.
+
+Side by side in interleaved rounds: a raw MCP `tools/list` of the same 300 tools (the
+gateway's fastest answer about them), the REST `GET /api/v1/ai-tools`, the UI list page
+`GET /` (first page of 50, counts per type over all 300) and a search `GET /?q=...` (ranked
+with the find_tools index). Each is one HTTP request over a kept-alive loopback connection
+with a client that does not parse the body, so the latency is the gateway's own time.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import httpx2
+
+from bench.configs import http_backend
+from bench.core import Bench, ScenarioResult
+from bench.gateway import GatewayRun, exposed
+from bench.load import CallFn, Target, compare
+from bench.procs import start_backends
+from bench.rawclient import raw_client, raw_list_tools
+from bench.scenarios._common import stop_gateway, try_gateway
+from bench.scenarios.catalog import BACKENDS, CORE_TOOLS, TOOLS_PER_BACKEND
+
+
+class PageClient:
+    """GETs on one kept-alive connection; the body is read, not parsed."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self._http: httpx2.AsyncClient | None = None
+
+    async def __aenter__(self) -> PageClient:
+        self._http = httpx2.AsyncClient(base_url=self.base, timeout=httpx2.Timeout(30.0))
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+
+    async def get(self, path: str, must_contain: bytes) -> bytes:
+        assert self._http is not None
+        response = await self._http.get(path)
+        body = response.content
+        if response.status_code != 200 or must_contain not in body:
+            raise RuntimeError(f"GET {path}: {response.status_code}, {len(body)} bytes")
+        return body
+
+
+def page(path: str, must_contain: bytes) -> CallFn:
+    async def call(client: Any) -> Any:
+        return await client.get(path, must_contain)
+
+    return call
+
+
+def _targets(run: GatewayRun) -> list[Target]:
+    base = run.url.rsplit("/mcp", 1)[0]
+    total = BACKENDS * TOOLS_PER_BACKEND
+    pages = lambda: PageClient(base)  # noqa: E731 - a factory, as Target wants
+    last = exposed(f"c{BACKENDS}", "dummy_000").encode()
+    return [
+        Target("MCP tools/list, raw (300 tools)", raw_client(run.url), raw_list_tools(total), pid=run.pid),
+        Target("REST GET /api/v1/ai-tools (300 tools)", pages, page("/api/v1/ai-tools", last), pid=run.pid),
+        Target("UI GET / (300 tools, page 1 of 6)", pages, page("/", b'data-tool="c1__'), pid=run.pid),
+        Target("UI GET /?q=dummy (ranked search)", pages, page("/?q=dummy+tool", b"data-tool="), pid=run.pid),
+    ]
+
+
+async def scenario_j(bench: Bench) -> ScenarioResult:
+    result = ScenarioResult("J", "web UI: the AI Tools list with 3 backends x 100 tools, warm")
+    extra = TOOLS_PER_BACKEND - CORE_TOOLS
+    backends = start_backends(bench.group, [f"ui{i}" for i in range(1, BACKENDS + 1)], extra_tools=extra)
+    urls = [b.url for b in backends if b.url]
+    config = [http_backend(f"c{i}", url) for i, url in enumerate(urls, start=1)]
+    expected = [exposed(f"c{i}", "dummy_000") for i in range(1, BACKENDS + 1)]
+    run = await try_gateway(bench, "j", config, expected)
+    try:
+        if isinstance(run, str):
+            return result.skip(run)
+        targets = _targets(run)
+        measured = await compare(
+            targets,
+            concurrency=1,
+            calls=bench.settings.n(24, 300),
+            warmup=3,
+            rounds=bench.settings.rounds,
+            max_seconds=bench.settings.budget_s,
+        )
+        result.add_rows(measured, note="GET, warm, c=1")
+        m = result.metrics
+        m["tools_list_raw_ms_p50"] = measured[targets[0].label].p50
+        m["api_ai_tools_ms_p50"] = measured[targets[1].label].p50
+        m["ui_list_ms_p50_300_tools"] = measured[targets[2].label].p50
+        m["ui_search_ms_p50_300_tools"] = measured[targets[3].label].p50
+        m["ui_list_vs_tools_list"] = m["ui_list_ms_p50_300_tools"] / max(m["tools_list_raw_ms_p50"], 1e-9)
+    finally:
+        stop_gateway(bench, run)
+        for backend in backends:
+            bench.group.stop(backend)
+    return result
