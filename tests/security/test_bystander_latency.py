@@ -20,10 +20,16 @@ from support.api import AppFactory
 from support.configs import python_backend
 
 API = "/api/v1"
-SAMPLES = 60
+SAMPLES = 30
+"""Bystander calls per window; idle and attack windows alternate `WINDOWS` times, so both see the
+same machine load (on a shared, loaded machine the load moves more than anything measured here)."""
+WINDOWS = 5
 ATTACKERS = 4
 MAX_RATIO = 8.0
-"""Bystander p99 under attack / idle p99. Before the fix a single render held the loop ~1 s (≫ 100×)."""
+"""Bystander p99 under attack / idle p99 (the median over the windows, so one spike of the machine's
+load does not decide). Before the fix a single heavy render held the loop ~1 s: a ratio ≫ 50."""
+IDLE_FLOOR = 0.010
+"""An idle p99 below 10 ms counts as 10 ms: scheduling on a loaded 2-core machine is that coarse."""
 
 HEAVY_TEMPLATE = (
     "{% set ns = namespace(n=0) %}{% for i in range(300) %}{% for j in range(300) %}"
@@ -76,21 +82,21 @@ async def test_another_tenants_p99_stays_within_a_small_multiple_of_idle(sqlite_
         created = await attacker.post(f"{API}/composite-tools", json={"definition": heavy_workflow()})
         assert created.status_code == 201, created.text
         await bystander_latencies(bystander)  # warm up: first calls compile and cache
-        idle = await bystander_latencies(bystander)
-
-        stop = asyncio.Event()
+        ratios: list[float] = []
         completed: list[int] = []
-        attackers = [asyncio.create_task(attack(attacker, stop, completed)) for _ in range(ATTACKERS)]
-        try:
-            await asyncio.sleep(0.2)
-            loaded = await bystander_latencies(bystander)
-        finally:
-            stop.set()
-            await asyncio.gather(*attackers)
-    ratio = p99(loaded) / p99(idle)
-    print(
-        f"bystander p99 idle {p99(idle) * 1000:.1f} ms, under attack {p99(loaded) * 1000:.1f} ms "
-        f"(ratio {ratio:.1f}); {len(completed)} heavy rounds meanwhile"
-    )
+        for _ in range(WINDOWS):
+            idle = await bystander_latencies(bystander)
+            stop = asyncio.Event()
+            attackers = [asyncio.create_task(attack(attacker, stop, completed)) for _ in range(ATTACKERS)]
+            try:
+                await asyncio.sleep(0.2)
+                loaded = await bystander_latencies(bystander)
+            finally:
+                stop.set()
+                await asyncio.gather(*attackers)
+            ratios.append(p99(loaded) / max(p99(idle), IDLE_FLOOR))
+            print(f"bystander p99 idle {p99(idle) * 1000:.1f} ms, under attack {p99(loaded) * 1000:.1f} ms")
+    ratio = statistics.median(ratios)
+    print(f"p99 ratios {[round(r, 1) for r in ratios]}, median {ratio:.1f}; {len(completed)} heavy rounds")
     assert completed, "the attacker's heavy calls must have run while the bystander was measured"
-    assert ratio < MAX_RATIO, (ratio, p99(idle), p99(loaded))
+    assert ratio < MAX_RATIO, ratios
