@@ -15,7 +15,7 @@ import orjson
 import pytest
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
-from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, proxied
+from toolweave.backends.http_caller import FIRST_REQUEST_ID, HttpToolCaller, Redirected, RpcError, proxied
 
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -230,7 +230,10 @@ async def test_sse_answer_with_progress_and_notifications(server: Any) -> None:
     url, script = await server(answer)
     changes: list[str] = []
     caller = HttpToolCaller(
-        url, protocol_version="2026-07-28", envelope=ENVELOPE, on_notification=changes.append
+        url,
+        protocol_version="2026-07-28",
+        envelope=ENVELOPE,
+        on_notification=lambda method, _params: changes.append(method),
     )
     seen: list[tuple[Any, ...]] = []
 
@@ -537,6 +540,8 @@ async def test_an_answer_with_another_requests_id_is_rejected(server: Any, shape
 
     url, _script = await server(wrong_id)
     caller = HttpToolCaller(url, protocol_version="2026-07-28", envelope=ENVELOPE)
-    with pytest.raises(ValueError, match=r"the answer is for request id 42, not 1"):
+    with pytest.raises(
+        ValueError, match=rf"the answer is for request id {FIRST_REQUEST_ID + 41}, not {FIRST_REQUEST_ID}"
+    ):
         await caller.call("echo", {})
     await caller.close()

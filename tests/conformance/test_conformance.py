@@ -62,15 +62,9 @@ SCENARIOS = [
 
 _NOT_RELAYED = "not relayed by the gateway yet: "
 GAPS: dict[str, str] = {
-    "logging-set-level": _NOT_RELAYED + "logging/setLevel",
-    "completion-complete": _NOT_RELAYED + "completion/complete",
-    "tools-call-with-logging": _NOT_RELAYED + "logging/setLevel and the backend's log notifications",
-    "tools-call-sampling": _NOT_RELAYED + "a backend's sampling request",
-    "tools-call-elicitation": _NOT_RELAYED + "a backend's elicitation request",
-    "elicitation-sep1034-defaults": _NOT_RELAYED + "a backend's elicitation request",
-    "elicitation-sep1330-enums": _NOT_RELAYED + "a backend's elicitation request",
-    "resources-subscribe": _NOT_RELAYED + "resources/subscribe",
-    "resources-unsubscribe": _NOT_RELAYED + "resources/unsubscribe",
+    "elicitation-sep1330-enums": _NOT_RELAYED
+    + "an elicitation the backend sends on its standalone stream while an earlier call of another client "
+    "is still in flight (the suite's server-sse-polling leaves one): which client to ask is not on the wire",
 }
 """Scenarios not yet relayed faithfully (expected to fail through the gateway), with the reason."""
 

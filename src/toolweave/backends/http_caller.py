@@ -41,10 +41,13 @@ import orjson
 from mcp.shared.inbound import encode_header_value, mcp_param_headers
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
+from toolweave.backends import relay
+
 logger = logging.getLogger("toolweave.backends")
 
 ProgressFn = Callable[[float, float | None, str | None], Any]
-NotificationHook = Callable[[str], None]
+NotificationHook = Callable[[str, dict[str, Any]], None]
+"""Told of the server's other notifications on a call's stream (list changes, resource updates)."""
 HeaderMap = Mapping[tuple[str, ...], str]
 
 MAX_IDLE_CONNECTIONS = 32
@@ -57,6 +60,9 @@ DEFAULT_RESUME_DELAY = 1.0
 """Seconds before resuming a stream whose server named no `retry:` (the SDK client's default)."""
 MAX_RESUME_DELAY = 30.0
 """A server's `retry:` is honoured up to this; the call's own timeout bounds the whole call anyway."""
+FIRST_REQUEST_ID = 1 << 40
+"""This caller's JSON-RPC ids start far above the SDK client's (which counts from 0 on the same session):
+an id must be unique in a session, and a server routes its requests and replies by it."""
 _HEAD_LIMIT = 1 << 16
 _OWN_HEADERS = frozenset(
     {
@@ -73,13 +79,6 @@ _OWN_HEADERS = frozenset(
     }
 )
 """Headers this caller writes itself; a configured header of the same name is not sent twice."""
-
-_SERVER_REQUEST_REFUSALS = {
-    "sampling/createMessage": "Sampling not supported",
-    "elicitation/create": "Elicitation not supported",
-    "roots/list": "List roots not supported",
-}
-"""What the SDK client's default callbacks answer (the backend client registers none)."""
 
 
 class RpcError(Exception):
@@ -168,7 +167,7 @@ class HttpToolCaller:
         self._envelope = dict(envelope) if envelope is not None else None
         self.header_maps: Mapping[str, HeaderMap] = header_maps or {}
         self._on_notification = on_notification
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(FIRST_REQUEST_ID)
         self._idle: list[_Connection] = []
         self._busy: set[_Connection] = set()
         self._closed = False
@@ -399,7 +398,7 @@ class HttpToolCaller:
     ) -> None:
         method = message.get("method")
         params = message.get("params") or {}
-        if "id" in message:  # a request from the server (handshake era): answered as the SDK client would
+        if "id" in message:  # a request from the server (handshake era): relayed to the calling client
             self._answer_later(message)
             return
         if method == "notifications/progress":
@@ -410,24 +409,27 @@ class HttpToolCaller:
                 outcome = progress(value, params.get("total"), params.get("message"))
                 if inspect.isawaitable(outcome):
                     await outcome
-        elif isinstance(method, str) and method.endswith("/list_changed") and self._on_notification:
-            self._on_notification(method)
+        elif method == "notifications/message":
+            client = relay.calling_client()
+            if client is not None and isinstance(params, dict):
+                await client.log(params)
+        elif isinstance(method, str) and self._on_notification:
+            self._on_notification(method, params if isinstance(params, dict) else {})
 
     def _answer_later(self, request: dict[str, Any]) -> None:
-        method = request.get("method")
-        if method == "ping":
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"], "result": {}}
-        else:
-            refusal = _SERVER_REQUEST_REFUSALS.get(str(method))
-            error = (
-                {"code": INVALID_REQUEST, "message": refusal}
-                if refusal
-                else {"code": METHOD_NOT_FOUND, "message": "Method not found"}
-            )
-            reply = {"jsonrpc": "2.0", "id": request["id"], "error": error}
-        task = asyncio.get_running_loop().create_task(self._post_reply(orjson.dumps(reply)))
+        """Answer a server request in the background (the call's stream goes on meanwhile): relayed to the
+        client whose call this is, else refused as an SDK client without callbacks refuses it."""
+        client = relay.calling_client()
+        task = asyncio.get_running_loop().create_task(self._relay_reply(client, request))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _relay_reply(self, client: relay.ClientChannel | None, request: dict[str, Any]) -> None:
+        params = request.get("params")
+        answer = await relay.answer_server_request(
+            client, str(request.get("method")), params if isinstance(params, dict) else None
+        )
+        await self._post_reply(orjson.dumps({"jsonrpc": "2.0", "id": request["id"], **answer}))
 
     async def _post_reply(self, body: bytes) -> None:
         request = b"".join((self._head, b"content-length: %d\r\n\r\n" % len(body), body))

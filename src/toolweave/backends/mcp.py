@@ -28,7 +28,6 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types import (
@@ -39,8 +38,10 @@ from mcp_types import (
     SERVER_INFO_META_KEY,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from toolweave import sdk_compat
+from toolweave.backends import relay
 from toolweave.backends.base import Backend, logger, unavailable_result
 from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, proxied
 from toolweave.results import error_result
@@ -49,6 +50,11 @@ INITIAL_BACKOFF = 0.25
 MAX_BACKOFF = 30.0
 HEALTH_INTERVAL = 15.0
 _PAGE_CAP = 100
+_SAMPLING_RESULT: TypeAdapter[Any] = TypeAdapter(
+    types.CreateMessageResult | types.CreateMessageResultWithTools
+)
+_ELICIT_RESULT: TypeAdapter[Any] = TypeAdapter(types.ElicitResult)
+_ROOTS_RESULT: TypeAdapter[Any] = TypeAdapter(types.ListRootsResult)
 _R = TypeVar("_R", types.CallToolResult, types.ReadResourceResult, types.GetPromptResult)
 
 
@@ -73,6 +79,9 @@ class MCPBackend(Backend):
         self._calls_in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self._callers: list[relay.ClientChannel] = []
+        """The clients of the calls in flight: where the SDK client's callbacks relay, when it is one."""
+        self._update_listeners: list[Callable[[str], Any]] = []
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -165,7 +174,15 @@ class MCPBackend(Backend):
             target: Any = stdio_client(params, errlog=_subprocess_stream(self._errlog))
         else:
             target = self._http_transport(config.url or "", dict(config.headers))
-        client = Client(target, message_handler=self._on_message, cache=None)
+        client = Client(
+            target,
+            message_handler=self._on_message,
+            cache=None,
+            sampling_callback=self._relay_sampling,
+            elicitation_callback=self._relay_elicitation,
+            list_roots_callback=self._relay_roots,
+            logging_callback=self._relay_log,
+        )
         await client.__aenter__()
         return client
 
@@ -187,7 +204,7 @@ class MCPBackend(Backend):
             if session_id:
                 self._session_id = session_id
 
-        async with create_mcp_http_client(headers=headers or None) as http:
+        async with sdk_compat.create_http_client(headers or None) as http:
             http.event_hooks["response"].append(remember)
             async with streamable_http_client(url, http_client=http) as streams:
                 yield streams
@@ -238,13 +255,111 @@ class MCPBackend(Backend):
         await asyncio.Event().wait()  # a server without subscriptions still serves calls
 
     async def _on_message(self, message: Any) -> None:
-        """Handshake-era servers send `notifications/*/list_changed` as plain notifications."""
+        """Handshake-era servers send `notifications/*/list_changed` and resource updates as plain notifications."""
         if isinstance(message, Exception):
             return
         root = getattr(message, "root", message)
         method = getattr(root, "method", "")
-        if isinstance(method, str) and method.endswith("/list_changed"):
+        params = getattr(root, "params", None)
+        dumped = (
+            params.model_dump(by_alias=True, mode="json", exclude_none=True) if params is not None else {}
+        )
+        if isinstance(method, str):
+            self._backend_notification(method, dumped)
+
+    def _backend_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method.endswith("/list_changed"):
             self._schedule_refresh()
+        elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            for listener in list(self._update_listeners):
+                try:
+                    listener(params["uri"])
+                except Exception:  # noqa: BLE001 - one listener must not stop the others
+                    logger.exception("resource update listener failed for backend %s", self.name)
+
+    def on_resource_updated(self, listener: Callable[[str], Any]) -> Callable[[], None]:
+        """Call `listener(uri)` when the backend says a subscribed resource changed; returns the undo."""
+        self._update_listeners.append(listener)
+        return lambda: self._update_listeners.remove(listener) if listener in self._update_listeners else None
+
+    # -- relaying the backend's requests to the client whose call caused them ----
+
+    def _calling_client(self, method: str | None = None) -> relay.ClientChannel | None:
+        """The client of this call: the context's (lean path, input-required driver), else the one client
+        with a call in flight that can answer `method`. The SDK client runs its callbacks in its own task
+        and a server may send a request on its standalone stream, so which call caused it is not on the
+        wire; with several candidates, nobody is asked (never another caller's client)."""
+        found = relay.calling_client()
+        if found is not None:
+            return found
+        candidates = {id(c): c for c in self._callers if method is None or c.can_answer(method)}
+        return next(iter(candidates.values())) if len(candidates) == 1 else None
+
+    async def _relay(self, method: str, params: Any, result_type: TypeAdapter[Any]) -> Any:
+        dumped = (
+            params.model_dump(by_alias=True, mode="json", exclude_none=True) if params is not None else None
+        )
+        answer = await relay.answer_server_request(self._calling_client(method), method, dumped)
+        if "error" in answer:
+            return types.ErrorData.model_validate(answer["error"])
+        try:
+            return result_type.validate_python(answer["result"], by_name=False)
+        except ValidationError as error:
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=f"the client's answer: {_brief(error)}")
+
+    async def _relay_sampling(self, context: Any, params: Any) -> Any:
+        return await self._relay("sampling/createMessage", params, _SAMPLING_RESULT)
+
+    async def _relay_elicitation(self, context: Any, params: Any) -> Any:
+        return await self._relay("elicitation/create", params, _ELICIT_RESULT)
+
+    async def _relay_roots(self, context: Any) -> Any:
+        return await self._relay("roots/list", None, _ROOTS_RESULT)
+
+    async def _relay_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        client = self._calling_client()
+        if client is not None:
+            await client.log(params.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+    # -- what the backend offers besides tools ----------------------------------
+
+    def offers(self, feature: str) -> bool:
+        """Whether the connected server declared `feature`: "logging", "completions" or "subscribe"."""
+        client = self._client
+        if client is None:
+            return False
+        caps = client.server_capabilities
+        if feature == "subscribe":
+            return caps.resources is not None and bool(caps.resources.subscribe)
+        return getattr(caps, feature, None) is not None
+
+    async def set_logging_level(self, level: str) -> None:
+        client = self._require_client()
+        async with asyncio.timeout(self.config.timeout):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await client.set_logging_level(level)  # type: ignore[arg-type]
+
+    async def complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`completion/complete` with the backend's own names in `params` (the wire dicts)."""
+        client = self._require_client()
+        request = types.CompleteRequestParams.model_validate(params, by_name=False)
+        context = request.context.arguments if request.context is not None else None
+        async with asyncio.timeout(self.config.timeout):
+            result = await client.complete(
+                request.ref, {"name": request.argument.name, "value": request.argument.value}, context
+            )
+        return _unstamped(result).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    async def subscribe_resource(self, uri: str, subscribe: bool = True) -> None:
+        client = self._require_client()
+        async with asyncio.timeout(self.config.timeout):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if subscribe:
+                    await client.subscribe_resource(uri)
+                else:
+                    await client.unsubscribe_resource(uri)
 
     def _schedule_refresh(self) -> None:
         self._refresh_wanted = True  # a change announced during a refresh gets a refresh of its own
@@ -301,6 +416,9 @@ class MCPBackend(Backend):
         limit = timeout if timeout is not None else self.config.timeout
         self._calls_in_flight += 1
         self._idle.clear()
+        caller = relay.calling_client()
+        if caller is not None:
+            self._callers.append(caller)
         try:
             if self._semaphore is None:
                 return await self._call(client, name, arguments, limit, progress)
@@ -322,6 +440,8 @@ class MCPBackend(Backend):
                 f"backend {self.name!r} returned an invalid answer for {name!r}: {_brief(error)}"
             )
         finally:
+            if caller is not None:
+                self._callers.remove(caller)
             self._calls_in_flight -= 1
             if not self._calls_in_flight:
                 self._idle.set()
@@ -376,10 +496,7 @@ class MCPBackend(Backend):
                 allow_claimed=True,
             )
 
-        drive = getattr(client, "_drive_input_required", None)
-        if drive is None:
-            raise RuntimeError(f"the backend asked for input to call {name!r}, which this client cannot give")
-        return await drive(first, retry)
+        return await sdk_compat.drive_input_required(client, first, retry)
 
     def _lean_caller(self, client: Client) -> HttpToolCaller | None:
         """The lean tools/call path of an HTTP backend on the wire its SDK client negotiated (None: SDK only)."""
@@ -396,7 +513,7 @@ class MCPBackend(Backend):
                 envelope=envelope,
                 session_id=None if envelope is not None else self._session_id,
                 header_maps=_header_maps(self.tools) if envelope is not None else None,
-                on_notification=lambda _method: self._schedule_refresh(),
+                on_notification=self._backend_notification,
             )
         except Exception as error:  # noqa: BLE001 - the SDK path still works
             logger.warning(
@@ -427,17 +544,8 @@ class MCPBackend(Backend):
 
 def _modern_envelope(client: Client, version: str) -> dict[str, Any]:
     """The `_meta` envelope the SDK client stamps on its 2026-07-28 requests (client info, capabilities)."""
-    from mcp.client.session import DEFAULT_CLIENT_INFO
-
-    session = client.session
-    info = getattr(session, "_client_info", None) or DEFAULT_CLIENT_INFO
-    build = getattr(session, "_build_capabilities", None)
-    capabilities = build(version) if callable(build) else types.ClientCapabilities()
-    return {
-        PROTOCOL_VERSION_META_KEY: version,
-        CLIENT_INFO_META_KEY: info.model_dump(by_alias=True, mode="json", exclude_none=True),
-        CLIENT_CAPABILITIES_META_KEY: capabilities.model_dump(by_alias=True, mode="json", exclude_none=True),
-    }
+    keys = (PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY)
+    return sdk_compat.client_envelope(client, version, keys)
 
 
 def _header_maps(tools: list[types.Tool]) -> dict[str, dict[tuple[str, ...], str]]:

@@ -22,9 +22,9 @@ from mcp_types import (
     LOG_LEVEL_META_KEY,
     PROTOCOL_VERSION_META_KEY,
 )
-from mcp_types import methods as _methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolweave import sdk_compat
 from toolweave.composite.base import ElicitFn, ProgressFn
 from toolweave.executor import Registry, Session, ToolExecutor
 from toolweave.executor.approval import may_elicit
@@ -92,7 +92,7 @@ class CallLane:
         if version in MODERN_PROTOCOL_VERSIONS:
             dumped["resultType"] = "complete"
             return self._stamp(dumped)
-        return _methods.serialize_server_result("tools/call", version, dumped)
+        return sdk_compat.serialize_server_result("tools/call", version, dumped)
 
 
 def plain_call_params(params: Any) -> tuple[str, dict[str, Any]] | None:
@@ -138,4 +138,4 @@ def plain_meta(meta: Any) -> bool:
 def wire_listing(tools: list[types.Tool], version: str) -> dict[str, Any]:
     model = types.ListToolsResult(tools=tools)
     dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return _methods.serialize_server_result("tools/list", version, dumped)
+    return sdk_compat.serialize_server_result("tools/list", version, dumped)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import warnings
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -34,7 +36,8 @@ from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolweave import __version__
+from toolweave import __version__, sdk_compat
+from toolweave.backends.relay import client_of_call
 from toolweave.executor import Session
 from toolweave.gateway import Gateway
 from toolweave.server.mcp.calls import (
@@ -43,6 +46,7 @@ from toolweave.server.mcp.calls import (
     wire_listing,
 )
 from toolweave.server.mcp.elicitation import InputBroker, client_can_elicit, legacy_elicit
+from toolweave.server.mcp.relays import CallerChannel, Relays
 from toolweave.server.mcp.scopes import missing_scope, require_scope
 
 logger = logging.getLogger("toolweave.server")
@@ -53,6 +57,24 @@ MAX_LISTINGS = 256
 
 
 class _GatewayServer(Server[Any]):
+    relays: Relays | None = None
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        """What the SDK derives from our handlers, less what no connected backend offers to relay."""
+        capabilities = super().get_capabilities(*args, **kwargs)
+        relays = self.relays
+        if relays is None:
+            return capabilities
+        update: dict[str, Any] = {}
+        if capabilities.logging is not None and not relays.offered("logging"):
+            update["logging"] = None
+        if capabilities.completions is not None and not relays.offered("completions"):
+            update["completions"] = None
+        resources = capabilities.resources
+        if resources is not None and resources.subscribe and not relays.offered("subscribe"):
+            update["resources"] = resources.model_copy(update={"subscribe": False})
+        return capabilities.model_copy(update=update) if update else capabilities
+
     def create_initialization_options(self, notification_options=None, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
         options = notification_options or NotificationOptions(
             prompts_changed=True, resources_changed=True, tools_changed=True
@@ -69,6 +91,7 @@ class MCPFront:
         self.bus = InMemorySubscriptionBus()
         self.broker = InputBroker()
         self.lane = CallLane(gateway.registry, self._stamped)
+        self.relays = Relays(gateway)
         self._legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self._announcements: set[asyncio.Task[None]] = set()
         self._listings: tuple[Any, dict[tuple[str | None, str], tuple[dict[str, Any], bytes | None]]] = (
@@ -77,11 +100,12 @@ class MCPFront:
         )
         self._annotated: tuple[Any, dict[str, bool]] = (None, {})
         self.server = self._build()
+        self.server.relays = self.relays
         self._stamp = self.server.server_info_stamp
         """The `serverInfo` stamp of 2026-07-28 results: the server's identity is fixed, and nothing mutates it."""
         # no OpenTelemetry span per message; toolweave's own fast path instead (provisional SDK seam,
         # covered by tests/server/mcp/test_front_fast_path.py)
-        self.server.middleware = [self._fast_path]
+        sdk_compat.set_fast_path(self.server, self._fast_path)
         self._unsubscribe = gateway.on_tools_changed(self._tools_changed)
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
@@ -107,6 +131,11 @@ class MCPFront:
         return entry.tool.input_schema if found else None
 
     def _build(self) -> Server[Any]:
+        with warnings.catch_warnings():  # logging/setLevel is deprecated on 2026-07-28; still relayed before
+            warnings.simplefilter("ignore")
+            return self._server()
+
+    def _server(self) -> Server[Any]:
         return _GatewayServer(
             "toolweave",
             version=__version__,
@@ -120,6 +149,10 @@ class MCPFront:
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
             on_subscriptions_listen=ListenHandler(self.bus),
+            on_set_logging_level=self.relays.set_level,
+            on_completion=self.relays.complete,
+            on_subscribe_resource=self.relays.subscribe,
+            on_unsubscribe_resource=functools.partial(self.relays.subscribe, subscribe=False),
         )
 
     # -- sessions ------------------------------------------------------------
@@ -143,12 +176,12 @@ class MCPFront:
         """
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return None
-        return getattr(ctx.session, "_connection", None)
+        return sdk_compat.connection_of(ctx.session)
 
     def _remember_legacy(self, ctx: Any) -> None:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
-        connection = getattr(ctx.session, "_connection", None)
+        connection = sdk_compat.connection_of(ctx.session)
         if connection is not None:
             self._legacy_connections.add(connection)
 
@@ -181,6 +214,12 @@ class MCPFront:
         self._remember_legacy(ctx)  # a client that calls without listing first still hears of changes
         base = self._session(ctx)
         require_scope(base, "tools/call")
+        with client_of_call(CallerChannel(ctx, self.relays)):
+            return await self._call_tool_as(ctx, base, params)
+
+    async def _call_tool_as(
+        self, ctx: Any, base: Session, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         progress = _progress_fn(ctx)
         arguments = params.arguments or {}
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -223,7 +262,7 @@ class MCPFront:
         """Past the handshake (the SDK's init gate), or a 2026-07-28 request (born ready)."""
         if ctx.request_id is None:
             return False
-        connection = getattr(ctx.session, "_connection", None)
+        connection = sdk_compat.connection_of(ctx.session)
         return connection is not None and connection.initialize_accepted
 
     def _plain_call(self, ctx: Any) -> tuple[Session, str, dict[str, Any]] | None:
@@ -241,15 +280,16 @@ class MCPFront:
         version = ctx.protocol_version
         legacy = version not in MODERN_PROTOCOL_VERSIONS
         session, name, arguments = call
-        return await self.lane.answer(
-            session,
-            version,
-            name,
-            arguments,
-            elicit=legacy_elicit(ctx) if legacy else None,
-            owner=self._connection_of(ctx),
-            progress=_progress_fn(ctx),
-        )
+        with client_of_call(CallerChannel(ctx, self.relays)):
+            return await self.lane.answer(
+                session,
+                version,
+                name,
+                arguments,
+                elicit=legacy_elicit(ctx) if legacy else None,
+                owner=self._connection_of(ctx),
+                progress=_progress_fn(ctx),
+            )
 
     def _plain_list(self, ctx: Any) -> bool:
         return (
@@ -369,6 +409,7 @@ class MCPFront:
 
     async def close(self) -> None:
         self._unsubscribe()
+        self.relays.close()
         with contextlib.suppress(Exception):
             await self.broker.close()
 

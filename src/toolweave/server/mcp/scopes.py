@@ -21,6 +21,8 @@ METHOD_SCOPES: dict[str, str] = {
     "resources/templates/list": READ_SCOPE,
     "prompts/list": READ_SCOPE,
     "subscriptions/listen": READ_SCOPE,
+    "resources/subscribe": READ_SCOPE,
+    "resources/unsubscribe": READ_SCOPE,
     "completion/complete": READ_SCOPE,
     "tools/call": CALL_SCOPE,
     "resources/read": CALL_SCOPE,

@@ -1,0 +1,79 @@
+"""Every reach into the mcp SDK's private or provisional API, in one place.
+
+toolweave passes MCP through faithfully and fast, which now and then needs something the SDK does not
+publish: a session's request-scoped back channel, the envelope its client stamps on 2026-07-28
+requests, its input-required driver, its HTTP client factory, the `Server.middleware` seam. Each such
+reach is a function here, and `tests/test_sdk_compat.py` checks each against the installed SDK, so a
+release that moves one fails there, loudly, by name, rather than somewhere in a call. `pyproject.toml`
+bounds `mcp` to the minor versions those tests passed on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import DEFAULT_CLIENT_INFO
+from mcp.shared._httpx_utils import create_mcp_http_client as _create_mcp_http_client
+from mcp_types import methods as _methods
+
+TESTED_MINOR = "2.3"
+"""The SDK minor version the contract tests ran on (`pyproject.toml`: `mcp>=2.3,<2.4`)."""
+
+
+# -- server side ------------------------------------------------------------------------
+
+
+def connection_of(session: Any) -> Any:
+    """The `Connection` behind a `ServerSession` (private `_connection`): a handshake-era client's
+    identity for the gateway (its pools, its log level, its subscriptions), None if there is none."""
+    return getattr(session, "_connection", None)
+
+
+async def send_raw_request(session: Any, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A server-to-client request on the stream of the request being handled (private `_request_outbound`),
+    params and result as wire dicts: a backend's request reaches the client exactly as it was sent."""
+    outbound = session._request_outbound
+    return await outbound.send_raw_request(method, dict(params) if params is not None else None, None)
+
+
+def serialize_server_result(method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A result dict shaped for `version`'s wire, as the SDK's runner shapes it (`mcp_types.methods`)."""
+    return _methods.serialize_server_result(method, version, result)
+
+
+def set_fast_path(server: Any, middleware: Callable[[Any, Any], Awaitable[Any]]) -> None:
+    """Install the one `Server.middleware` (provisional): it answers what it takes without the SDK's
+    per-request params validation and result re-validation, and hands the rest on."""
+    server.middleware = [middleware]
+
+
+# -- client side ------------------------------------------------------------------------
+
+
+def client_envelope(client: Any, version: str, meta_keys: tuple[str, str, str]) -> dict[str, Any]:
+    """The `_meta` envelope the SDK client stamps on its 2026-07-28 requests (private `_client_info`,
+    `_build_capabilities`): (protocol version, client info, client capabilities) under `meta_keys`."""
+    session = client.session
+    info = session._client_info or DEFAULT_CLIENT_INFO
+    capabilities: types.ClientCapabilities = session._build_capabilities(version)
+    version_key, info_key, capabilities_key = meta_keys
+    return {
+        version_key: version,
+        info_key: info.model_dump(by_alias=True, mode="json", exclude_none=True),
+        capabilities_key: capabilities.model_dump(by_alias=True, mode="json", exclude_none=True),
+    }
+
+
+async def drive_input_required(
+    client: Any, first: Any, retry: Callable[[Any, str | None], Awaitable[Any]]
+) -> Any:
+    """The SDK client's input-required loop (private `_drive_input_required`): answers a backend's
+    `InputRequiredResult` with the client's callbacks and retries, as its own `call_tool` does."""
+    return await client._drive_input_required(first, retry)
+
+
+def create_http_client(headers: dict[str, str] | None) -> Any:
+    """The SDK's httpx client factory (private module `mcp.shared._httpx_utils`), with its timeouts."""
+    return _create_mcp_http_client(headers=headers)

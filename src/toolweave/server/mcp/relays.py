@@ -1,0 +1,214 @@
+"""What the gateway passes between its MCP clients and its backends besides tool calls.
+
+- During a call, a backend's requests (sampling, elicitation, roots) and log messages go to the
+  client whose call caused them (`CallerChannel`, set by the front for every `tools/call`).
+- `logging/setLevel`: remembered per connection (log messages below it are not passed on) and
+  forwarded to every backend that logs.
+- `completion/complete`: to the backend of the prompt or resource template, under its own names.
+- `resources/subscribe` / `unsubscribe`: to the resource's backend; its `notifications/resources/updated`
+  go to every connection that subscribed.
+
+A feature no backend offers is not advertised, and a request for it is answered as the SDK answers a
+method the server lacks ("Method not found").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import warnings
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolweave import sdk_compat
+from toolweave.backends.relay import RelayError
+from toolweave.gateway import Gateway
+
+logger = logging.getLogger("toolweave.server")
+
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""RFC 5424 severities, least severe first (`logging/setLevel` passes on this one and above)."""
+_CAPABILITY = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+"""Relayed request → the client capability it needs."""
+
+
+def method_not_found() -> MCPError:
+    """What the SDK answers for a method the server does not serve."""
+    return MCPError(code=METHOD_NOT_FOUND, message="Method not found")
+
+
+class CallerChannel:
+    """The client side of one `tools/call` (a `backends.relay.ClientChannel`)."""
+
+    __slots__ = ("_ctx", "_relays")
+
+    def __init__(self, ctx: Any, relays: Relays) -> None:
+        self._ctx = ctx
+        self._relays = relays
+
+    def can_answer(self, method: str) -> bool:
+        """A handshake-era client that declared the capability; 2026-07-28 has no server requests."""
+        capability = _CAPABILITY.get(method)
+        if capability is None or self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return False
+        try:
+            capabilities = self._ctx.session.client_capabilities
+        except Exception:  # noqa: BLE001 - a connection without a handshake declared nothing
+            return False
+        return capabilities is not None and getattr(capabilities, capability, None) is not None
+
+    async def request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Sent as the backend wrote it (no re-validation that would add or drop fields)."""
+        try:
+            return await sdk_compat.send_raw_request(self._ctx.session, method, params)
+        except MCPError as error:
+            raise RelayError(error.code, error.message, error.data) from error
+
+    async def log(self, params: Mapping[str, Any]) -> None:
+        level = params.get("level")
+        if level not in LEVELS or not self._relays.wants(self._ctx, str(level)):
+            return
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore")
+            await self._ctx.session.send_log_message(
+                level, params.get("data"), params.get("logger"), related_request_id=self._ctx.request_id
+            )
+
+
+class Relays:
+    """Logging levels, completions and resource subscriptions for one MCP front."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._subscribers: dict[str, weakref.WeakSet[Any]] = {}
+        self._watched: dict[str, Any] = {}
+        """Backend name → the undo of our resource-update listener on it."""
+        self._sends: set[asyncio.Task[None]] = set()
+
+    # -- what can be relayed ------------------------------------------------------
+
+    def offered(self, feature: str) -> bool:
+        """Whether any connected backend offers `feature` ("logging", "completions", "subscribe")."""
+        return any(_offers(backend, feature) for backend in self.gateway.backends.values())
+
+    # -- logging -------------------------------------------------------------------
+
+    def wants(self, ctx: Any, level: str) -> bool:
+        """Whether the client of `ctx` asked for messages at `level` (all, until it sets a level)."""
+        minimum = self._levels.get(_connection(ctx))
+        return minimum is None or LEVELS.index(level) >= minimum
+
+    async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        if not self.offered("logging"):
+            raise method_not_found()
+        connection = _connection(ctx)
+        if connection is not None:
+            self._levels[connection] = LEVELS.index(params.level)
+        backends = [b for b in self.gateway.backends.values() if _offers(b, "logging")]
+        outcomes = await asyncio.gather(
+            *(backend.set_logging_level(params.level) for backend in backends), return_exceptions=True
+        )
+        for backend, outcome in zip(backends, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                logger.warning("backend %s: logging/setLevel failed: %s", backend.name, outcome)
+        return types.EmptyResult()
+
+    # -- completion -----------------------------------------------------------------
+
+    async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire.pop("_meta", None)
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            found = self.gateway.prompts().get(ref.name)
+            if found is None:
+                raise MCPError(code=INVALID_PARAMS, message=f"unknown prompt {ref.name!r}")
+            _prompt, backend, original = found
+            wire["ref"] = {**wire["ref"], "name": original}
+        else:
+            backend = self.gateway.backend_for_template(str(ref.uri))
+            if backend is None:
+                raise MCPError(code=INVALID_PARAMS, message=f"unknown resource template {ref.uri!r}")
+        if not _offers(backend, "completions"):
+            raise method_not_found()
+        try:
+            answer = await backend.complete(wire)
+        except MCPError:
+            raise
+        except Exception as error:
+            raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+        return types.CompleteResult.model_validate(answer, by_name=False)
+
+    # -- resource subscriptions ------------------------------------------------------
+
+    def _backend_of(self, uri: str) -> Any:
+        found = self.gateway.resources().get(uri)
+        return found[1] if found else self.gateway.backend_for_template(uri)
+
+    async def subscribe(self, ctx: Any, params: Any, *, subscribe: bool = True) -> types.EmptyResult:
+        uri = str(params.uri)
+        backend = self._backend_of(uri)
+        if backend is None:
+            raise MCPError(code=-32002, message=f"unknown resource {uri!r}")
+        if not _offers(backend, "subscribe"):
+            raise method_not_found()
+        session = ctx.session
+        subscribers = self._subscribers.setdefault(uri, weakref.WeakSet())
+        if subscribe:
+            self._watch(backend)
+            subscribers.add(session)
+        else:
+            subscribers.discard(session)
+        if subscribe or not subscribers:  # the backend stops sending only when nobody listens any more
+            try:
+                await backend.subscribe_resource(uri, subscribe)
+            except MCPError:
+                raise
+            except Exception as error:
+                raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+        return types.EmptyResult()
+
+    def _watch(self, backend: Any) -> None:
+        if backend.name not in self._watched:
+            self._watched[backend.name] = backend.on_resource_updated(self._updated)
+
+    def _updated(self, uri: str) -> None:
+        for session in list(self._subscribers.get(uri, ())):
+            task = asyncio.get_running_loop().create_task(self._send_update(session, uri))
+            self._sends.add(task)
+            task.add_done_callback(self._sends.discard)
+
+    async def _send_update(self, session: Any, uri: str) -> None:
+        try:
+            await session.send_resource_updated(uri)
+        except Exception:  # noqa: BLE001 - a closed connection is simply forgotten
+            for subscribers in self._subscribers.values():
+                subscribers.discard(session)
+
+    def close(self) -> None:
+        for undo in self._watched.values():
+            undo()
+        self._watched.clear()
+        for task in self._sends:
+            task.cancel()
+
+
+def _offers(backend: Any, feature: str) -> bool:
+    offers = getattr(backend, "offers", None)
+    return bool(offers is not None and offers(feature))
+
+
+def _connection(ctx: Any) -> Any:
+    return sdk_compat.connection_of(ctx.session)
