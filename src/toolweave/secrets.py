@@ -3,22 +3,30 @@
 A tool parameter is secret when its schema says `writeOnly: true` or
 `format: password`. Its value never appears in a run record (replaced by
 `REDACTED`), an error message (`redact_text`), an approval prompt or an
-export (`toolweave.export.schema` drops its example values). Connection
-secrets (a tenant's stored headers) are registered with `SCRUBBER`, which
-replaces them in every log line.
+export (`toolweave.export.schema` drops its example values). A log field is
+secret when its *name* says so (`is_secret_name`: authorization, token,
+password, api key...): its value is redacted whatever it is. Connection
+secrets (a tenant's stored headers) are never logged at all; there is no
+process-wide list of values to scrub, so no tenant's input changes anyone's
+log lines, and a log line costs the same however many secrets are stored.
 """
 
 from __future__ import annotations
 
 import json
-import threading
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 REDACTED = "[redacted]"
 """What stands in for a secret value, everywhere."""
-MIN_SCRUB_LENGTH = 6
-"""Shorter values are not scrubbed from logs: replacing every `abc` in every line would garble them."""
+SECRET_NAME_RE = re.compile(
+    r"authorization|cookie|passw(or)?d|secret|token|api[-_]?key|credential|private[-_]?key|signature",
+    re.IGNORECASE,
+)
+"""Field and header names whose values are secrets, wherever they appear (log fields)."""
+MAX_REDACT_DEPTH = 6
+"""Nested values deeper than this are replaced whole: redacting a log field has a bounded cost."""
 MIN_TEXT_LENGTH = 3
 """Shorter argument values are not redacted from messages (a `1` would hit every number)."""
 
@@ -71,25 +79,20 @@ def _as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-class SecretScrubber:
-    """The set of secret values that must never reach a log line (connection secrets)."""
-
-    def __init__(self) -> None:
-        self._values: set[str] = set()
-        self._lock = threading.Lock()
-
-    def add(self, *values: str) -> None:
-        with self._lock:
-            self._values.update(v for v in values if isinstance(v, str) and len(v) >= MIN_SCRUB_LENGTH)
-
-    def scrub(self, text: str) -> str:
-        if not self._values:
-            return text
-        return redact_text(text, sorted(self._values, key=len, reverse=True))
-
-    def __len__(self) -> int:
-        return len(self._values)
+def is_secret_name(name: object) -> bool:
+    """A field or header whose name says it holds a secret (`Authorization`, `api_key`, `client_secret`)."""
+    return isinstance(name, str) and SECRET_NAME_RE.search(name) is not None
 
 
-SCRUBBER = SecretScrubber()
-"""Process-wide: log handlers are process-wide too."""
+def redact_named(value: Any, _depth: int = 0) -> Any:
+    """`value` with the value of every secret-named key (at any depth) replaced by `REDACTED`."""
+    if _depth > MAX_REDACT_DEPTH:
+        return REDACTED if isinstance(value, Mapping | list | tuple) else value
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED if is_secret_name(key) else redact_named(item, _depth + 1)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_named(item, _depth + 1) for item in value]
+    return value

@@ -14,8 +14,8 @@ for `NEGATIVE_SECONDS` so the hot path is a dict lookup, not a query. A
 connection stored by another gateway sharing the database is picked up
 within that time.
 
-Secrets: decrypted values live only in the backend's config headers and the
-log scrubber; they are never logged, returned or put in an error message.
+Secrets: decrypted values live only in the backend's config headers; they are
+never logged, returned or put in an error message.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any
 from toolweave.backends.base import Backend
 from toolweave.backends.mcp import MCPBackend
 from toolweave.executor import Session
-from toolweave.secrets import SCRUBBER
 from toolweave.store import ConnectionRepository
 
 logger = logging.getLogger("toolweave.connections")
@@ -67,7 +66,6 @@ class TenantBackends:
             if secrets is None:
                 self._cache[key] = (time.monotonic() + NEGATIVE_SECONDS, _NONE)
                 return backend
-            SCRUBBER.add(*secrets.values())
             own = await self._open(backend, session.tenant, dict(secrets))
             self._cache[key] = (0.0, own)
             return own

@@ -1,10 +1,12 @@
-"""Logging setup: plain text for people, JSON lines for log shippers, secrets scrubbed in both.
+"""Logging setup: plain text for people, JSON lines for log shippers.
 
-Nothing in toolweave logs argument values or connection secrets on purpose.
-The scrubber is the second line of defence: every connection secret the
-server loads or stores is registered, and any log line that would contain
-one (an exception text from a library, a debug print) gets the redaction marker
-instead. Scrubbing costs nothing until a line is actually written.
+Nothing in toolweave logs argument values or connection secrets: they are
+never put in a log record. What a record does carry is redacted by field: a
+JSON line's `extra=` field whose name says it is a secret (`token`,
+`headers.Authorization`, see `secrets.is_secret_name`) has its value replaced,
+whatever it is. No list of secret values is consulted, so what a tenant stores
+never changes another caller's log lines, and a line costs the same however
+many secrets the server holds.
 """
 
 from __future__ import annotations
@@ -16,18 +18,12 @@ from typing import Any, TextIO
 
 import orjson
 
-from toolweave.secrets import SCRUBBER
+from toolweave.secrets import REDACTED, is_secret_name, redact_named
 
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime", "taskName"}
 )
-
-
-class ScrubbingFormatter(logging.Formatter):
-    """The usual text format, with registered secrets replaced."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return SCRUBBER.scrub(super().format(record))
 
 
 class JsonFormatter(logging.Formatter):
@@ -43,11 +39,10 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in vars(record).items():
             if key not in _STANDARD_ATTRS and not key.startswith("_"):
-                entry[key] = value
+                entry[key] = REDACTED if is_secret_name(key) else redact_named(value)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        line = orjson.dumps(entry, default=str).decode()
-        return SCRUBBER.scrub(line)
+        return orjson.dumps(entry, default=str).decode()
 
 
 def configure_logging(level: str = "info", *, json_lines: bool = False, stream: TextIO | None = None) -> None:
@@ -56,7 +51,7 @@ def configure_logging(level: str = "info", *, json_lines: bool = False, stream: 
     if json_lines:
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(ScrubbingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     for existing in list(root.handlers):
         root.removeHandler(existing)

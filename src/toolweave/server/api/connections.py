@@ -13,7 +13,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Response
 
 from toolweave.executor import Session
-from toolweave.secrets import SCRUBBER
 from toolweave.server.api.deps import ADMIN, READ, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import ConnectionList, ConnectionOut, ConnectionPut
@@ -104,7 +103,6 @@ async def put_connection(
     """Replaces the whole set. Values are encrypted at rest and never returned."""
     _check_backend(rt, backend)
     _check_headers(body.headers)
-    SCRUBBER.add(*body.headers.values())
     summary = await rt.connections.put(caller.tenant, backend, body.headers)
     rt.connection_changed(caller.tenant, backend)
     return ConnectionOut(backend=backend, keys=summary["keys"], updatedAt=summary["updated_at"])
