@@ -1,0 +1,96 @@
+"""Contract tests for `toolweave.sdk_compat`, the one home of every reach into the mcp SDK's private or
+provisional API: each reach is checked against the installed SDK, with real objects, so a release that
+moves or reshapes one fails here by name. `pyproject.toml` bounds `mcp` to the minor version these ran on.
+"""
+
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import version
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.server import Server
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.session import ServerSession
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
+
+from toolweave import sdk_compat
+
+KEYS = (PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY)
+
+
+def test_the_installed_sdk_is_the_tested_minor() -> None:
+    assert version("mcp").startswith(sdk_compat.TESTED_MINOR + "."), (
+        f"mcp {version('mcp')} is not the minor version sdk_compat was tested on ({sdk_compat.TESTED_MINOR}): "
+        "run these tests, then move TESTED_MINOR and the bound in pyproject.toml together"
+    )
+
+
+def test_a_server_session_keeps_its_connection_and_request_channel() -> None:
+    source = inspect.getsource(ServerSession)
+    assert "self._connection" in source and "self._request_outbound" in source
+
+
+server = MCPServer("compat")
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the client a question through the request's own channel, the way the gateway relays one."""
+    session = ctx.request_context.session
+    assert sdk_compat.connection_of(session) is not None
+    answer = await sdk_compat.send_raw_request(
+        session,
+        "elicitation/create",
+        {"message": "name?", "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}}},
+    )
+    return f"{answer['action']}:{answer['content']['n']}"
+
+
+async def test_send_raw_request_reaches_the_client_on_the_calls_stream() -> None:
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"n": "Ada"})
+
+    async with Client(server, mode="legacy", elicitation_callback=answer) as client:
+        result = await client.call_tool("ask", {})
+    assert not result.is_error, result
+    assert result.content[0].text == "accept:Ada"  # type: ignore[union-attr]
+
+
+async def test_the_client_envelope_and_input_required_driver() -> None:
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with Client(server, elicitation_callback=answer) as client:
+        envelope = sdk_compat.client_envelope(client, "2026-07-28", KEYS)
+        assert envelope[PROTOCOL_VERSION_META_KEY] == "2026-07-28"
+        assert envelope[CLIENT_INFO_META_KEY]["name"]
+        assert "elicitation" in envelope[CLIENT_CAPABILITIES_META_KEY]
+        assert inspect.iscoroutinefunction(client._drive_input_required)
+        assert list(inspect.signature(client._drive_input_required).parameters)[:2] == ["first", "retry"]
+
+
+async def test_create_http_client() -> None:
+    async with sdk_compat.create_http_client({"x-test": "1"}) as http:
+        assert http.headers["x-test"] == "1"
+
+
+def test_serialize_server_result_and_the_middleware_seam() -> None:
+    shaped = sdk_compat.serialize_server_result("tools/list", "2025-11-25", {"tools": []})
+    assert shaped == {"tools": []}
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        return await call_next(ctx)
+
+    lowlevel = Server("seam")
+    assert hasattr(lowlevel, "middleware")
+    sdk_compat.set_fast_path(lowlevel, middleware)
+    assert lowlevel.middleware == [middleware]
+
+
+@pytest.mark.parametrize("name", ["cache_hints", "server_info_stamp"])
+def test_the_server_attributes_the_fast_path_reads(name: str) -> None:
+    assert hasattr(Server("seam"), name)
