@@ -109,8 +109,9 @@ async def test_the_plain_lane_refuses_a_listing_without_the_read_scope(
 
 def test_every_method_the_gateway_answers_has_a_decided_scope() -> None:
     """A handler added later must be put in the table (or declared unscoped) on purpose."""
-    config = parse_config({})
+    config = parse_config({"backends": [stdio_backend()]})  # handlers relayed to backends included
     assert config is not None
     handlers: dict[str, Any] = MCPFront(Gateway(config)).server._request_handlers
     undecided = [m for m in handlers if m not in METHOD_SCOPES and m not in UNSCOPED_METHODS]
     assert undecided == []
+    assert {"resources/subscribe", "completion/complete", "logging/setLevel"} <= set(handlers)
