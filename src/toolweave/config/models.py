@@ -299,6 +299,14 @@ class LimitsConfig(StrictModel):
     """Open handshake-era MCP sessions of the whole gateway (the operator's included)."""
     mcp_session_idle: Duration = 600.0
     """A session with no request for this long is closed (its client must initialize again)."""
+    max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
+    """Largest request body on any route (REST and MCP); larger ones get `413`."""
+    max_definition_bytes: int = Field(default=256 << 10, ge=1024, le=64 << 20)
+    """Largest composite definition (as JSON) the API stores."""
+    max_description_chars: int = Field(default=16_384, ge=64, le=1 << 20)
+    """Longest `description` anywhere in a composite definition the API stores."""
+    max_definition_items: int = Field(default=256, ge=1, le=100_000)
+    """Most steps, operations, targets or rules in one composite definition the API stores."""
 
     @field_validator("mcp_session_idle")
     @classmethod

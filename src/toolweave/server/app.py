@@ -18,6 +18,7 @@ from toolweave.config.models import Config
 from toolweave.gateway import Gateway
 from toolweave.server.api import build_api
 from toolweave.server.auth import AuthMiddleware
+from toolweave.server.bodies import BodyLimitMiddleware
 from toolweave.server.federation import federation_route
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
 from toolweave.server.mcp.front import MCPFront
@@ -110,7 +111,8 @@ def create_app(
         HostOriginMiddleware,
         rules=HostRules.for_bind(host, settings.allowed_hosts, settings.allowed_origins),
     )
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard, *(middleware or [])])
+    bodies = Middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard, bodies, *(middleware or [])])
     app.state.gateway = gateway
     app.state.front = front
     return app

@@ -25,10 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.composite import build_composite, parse_composite
+from toolweave.config.models import LimitsConfig
 from toolweave.gateway import Gateway
 from toolweave.problems import Problem
 from toolweave.store import CompositeRepository, Conflict, StoredComposite, TenantRepository
@@ -310,6 +312,11 @@ class DefinitionService:
     # -- validation --------------------------------------------------------
 
     def _validate(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
+        too_big = size_problems(definition, self.gateway.config.limits)
+        if too_big:
+            raise DefinitionError(
+                422, "definition_too_large", f"the definition has {len(too_big)} problem(s)", too_big
+            )
         model, problems = parse_definition(definition)
         if model is None:
             raise DefinitionError(
@@ -409,3 +416,57 @@ class DefinitionService:
         except Exception:  # noqa: BLE001 - a definition that does not build has no export
             return None
         return Entry(name=composite.name, tool=composite.tool, composite=composite, tool_class="composite")
+
+
+_ITEM_LISTS = ("steps", "operations", "tools", "targets", "rules")
+"""Lists whose length `limits.max_definition_items` caps (they drive build and run cost)."""
+
+
+def size_problems(definition: Any, limits: LimitsConfig) -> list[Problem]:
+    """Every way `definition` is larger than the API stores (before it is parsed or built).
+
+    A definition is copied into every `tools/list` answer and rebuilt on every catalog
+    change, so its size is every caller's cost, not only its owner's.
+    """
+    size = len(orjson.dumps(definition, default=str))
+    if size > limits.max_definition_bytes:
+        return [
+            Problem(
+                "definition",
+                f"is {size} bytes as JSON; the limit is {limits.max_definition_bytes} "
+                "(limits.max_definition_bytes)",
+            )
+        ]
+    problems: list[Problem] = []
+    stack: list[tuple[str, Any]] = [("definition", definition)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                where = f"{path}.{key}"
+                if (
+                    key == "description"
+                    and isinstance(item, str)
+                    and len(item) > limits.max_description_chars
+                ):
+                    problems.append(
+                        Problem(
+                            where,
+                            f"is {len(item)} characters; the limit is {limits.max_description_chars} "
+                            "(limits.max_description_chars)",
+                        )
+                    )
+                elif (
+                    key in _ITEM_LISTS and isinstance(item, list) and len(item) > limits.max_definition_items
+                ):
+                    problems.append(
+                        Problem(
+                            where,
+                            f"has {len(item)} items; the limit is {limits.max_definition_items} "
+                            "(limits.max_definition_items)",
+                        )
+                    )
+                stack.append((where, item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+    return sorted(problems, key=lambda problem: problem.path)
