@@ -11,6 +11,7 @@ from typing import Any
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from toolweave.server.ui.admin_pages import AdminPages
 from toolweave.server.ui.app import ADMIN, CALL, PUBLIC, UiApp
 from toolweave.server.ui.builder_pages import BuilderPages
 from toolweave.server.ui.docs import docs_routes
@@ -34,7 +35,17 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
     ui = UiApp(runtime)
     pages = Pages(ui)
     builder = BuilderPages(ui)
+    admin = AdminPages(ui)
     routes += [
+        Route("/admin", ui.page(admin.show, scope=ADMIN), methods=["GET"]),
+        Route("/admin/keys", ui.page(admin.create_key, scope=ADMIN), methods=["POST"]),
+        Route("/admin/keys/{key_id}/revoke", ui.page(admin.revoke_key, scope=ADMIN), methods=["POST"]),
+        Route("/admin/connections", ui.page(admin.set_connection, scope=ADMIN), methods=["POST"]),
+        Route(
+            "/admin/connections/{backend}/delete",
+            ui.page(admin.delete_connection, scope=ADMIN),
+            methods=["POST"],
+        ),
         Route("/build/router", ui.page(builder.new, scope=ADMIN), methods=["GET"]),
         Route("/build/router", ui.page(builder.post, scope=ADMIN), methods=["POST"]),
         Route("/build/router/check", ui.page(builder.check, scope=ADMIN), methods=["POST"]),
