@@ -1,0 +1,123 @@
+"""Screenshots of the web UI for docs/ui.md, taken with the same browser as the UI tests.
+
+    .venv/bin/python docs/ui/screenshots.py          # needs Playwright and Chromium (see docs/ui.md)
+
+Serves the bundled demo (examples/demo.toml, on a throwaway database and a free loopback
+port), builds a router in the builder, tries it and opens its run, saving a PNG of each
+page next to this file. Run it after changing a page so the pictures stay current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+import uvicorn
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+WIDTH, HEIGHT = 1280, 860
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_for_backends(base: str, seconds: float = 120.0) -> None:
+    """The demo's stdio backends may connect after the server starts (a loaded machine): wait for all."""
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base) as client:
+        for _ in range(int(seconds * 2)):
+            backends = (await client.get("/api/v1/backends")).json()["backends"]
+            if all(b["status"] == "connected" for b in backends):
+                await asyncio.sleep(1.0)  # the catalog rebuild after the last connect
+                return
+            await asyncio.sleep(0.5)
+    sys.exit("the demo's backends did not all connect")
+
+
+async def shoot(base: str, chromium: str) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = await browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+
+        async def save(name: str) -> None:
+            await page.screenshot(path=str(HERE / f"{name}.png"), full_page=False)
+            print(f"wrote docs/ui/{name}.png")
+
+        await page.goto(f"{base}/")
+        await save("list")
+        await page.goto(f"{base}/tools/smart_scraper")
+        await save("tool")
+
+        await page.goto(f"{base}/build/router")
+        await page.fill("#name", "note_or_search")
+        await page.fill("#description", "Save a note, or search the notes, depending on the request.")
+        await page.fill("#op-0-slug", "save")
+        await page.fill("#op-0-tool", "notes__add_note")
+        await page.click("#add-op")
+        await page.fill("#op-1-slug", "find")
+        await page.fill("#op-1-tool", "notes__search")
+        await page.fill("#op-1-mapping", "text=query")
+        await page.click("#add-rule")
+        await page.select_option("#rule-0-type", "exists")
+        await page.fill("#rule-0-field", "title")
+        await page.fill("#rule-0-operation", "save")
+        await page.fill("#default_operation", "find")
+        await page.wait_for_selector("#problem-count.ok")
+        await save("builder")
+        await page.click("#save")
+        await page.wait_for_selector("#try-form")
+        await page.fill("#arg-text", "deploy")
+        await page.click("#try-form button[type=submit]")
+        await page.wait_for_selector("#routing")
+        await page.locator("#try").scroll_into_view_if_needed()
+        await save("try")
+        await page.click("#run-link")
+        await page.wait_for_selector("#run-status")
+        await save("run")
+        await browser.close()
+
+
+async def main() -> None:
+    chromium = os.environ.get("TOOLWEAVE_TEST_CHROMIUM") or shutil.which("chromium")
+    if chromium is None:
+        sys.exit("needs Chromium: apt-get install chromium (or set TOOLWEAVE_TEST_CHROMIUM)")
+    with tempfile.TemporaryDirectory() as scratch:
+        os.environ["TOOLWEAVE_DEMO_DB"] = str(Path(scratch) / "demo.db")
+        # the demo's stdio servers are commands of this virtualenv, as with `toolweave serve` from it
+        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        os.chdir(ROOT)
+        from toolweave.config import load_config
+        from toolweave.server.app import server_app
+
+        config = load_config(ROOT / "examples" / "demo.toml")
+        port = free_port()
+        server = uvicorn.Server(
+            uvicorn.Config(server_app(config), host="127.0.0.1", port=port, log_level="warning")
+        )
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.05)
+        try:
+            await wait_for_backends(f"http://127.0.0.1:{port}")
+            await shoot(f"http://127.0.0.1:{port}", chromium)
+        finally:
+            server.should_exit = True
+            await task
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
