@@ -69,9 +69,10 @@ targets = [
 name = "first_wins"
 strategy = "first_success"
 targets = [
+  # gamma sleeps a second so that beta, failing at once, has answered first even on a loaded machine
   {{ tool = "alpha/sleep", arguments = {{ seconds = 30, label = "first-wins-slow" }} }},
   {{ tool = "beta/fail", arguments = {{ message = "beta is broken" }} }},
-  {{ tool = "gamma/sleep", arguments = {{ seconds = 0.05, label = "first-wins-fast" }} }},
+  {{ tool = "gamma/sleep", arguments = {{ seconds = 1.0, label = "first-wins-fast" }} }},
 ]
 
 [[composite_tools]]
