@@ -60,6 +60,10 @@ async def shoot(base: str, chromium: str) -> None:
         await page.goto(f"{base}/tools/smart_scraper")
         await save("tool")
 
+        await page.goto(f"{base}/tools/research_note")
+        await page.locator("#steps-h").scroll_into_view_if_needed()
+        await save("workflow")
+
         await page.goto(f"{base}/build/router")
         await page.fill("#name", "note_or_search")
         await page.fill("#description", "Save a note, or search the notes, depending on the request.")

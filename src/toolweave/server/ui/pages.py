@@ -10,6 +10,7 @@ from starlette.responses import RedirectResponse, Response
 from toolweave.executor.resume import ResumeError, resume_run
 from toolweave.server.ui.app import CALL, PageContext, UiApp
 from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_rows
+from toolweave.server.ui.dag import layout
 from toolweave.server.ui.run_view import timeline
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
@@ -70,6 +71,7 @@ class Pages:
             may_call=served and ctx.may(CALL),
             sent=read,
             result=result,
+            dag=layout(view.definition.get("steps") or []) if view.kind == "workflow" else None,
         )
 
     async def runs(self, ctx: PageContext) -> Response:
@@ -97,10 +99,16 @@ class Pages:
         record = await ctx.runtime.runs.get_run(run_id, tenant)
         if record is None or (tenant is not None and record.tenant != tenant):
             return self.ui.problem(ctx, 404, "No such run", f"There is no run {run_id!r} here.")
+        dag = None
+        if record.kind == "workflow" and ctx.runtime.definitions is not None:
+            view = await tool_view(ctx.runtime.definitions, record.tool, tenant)
+            statuses = {step.id: step.status for step in record.steps}
+            dag = layout(view.definition.get("steps") or [], statuses) if view is not None else None
         return self.ui.render(
             ctx,
             "run.html",
             run=record,
+            dag=dag,
             bars=timeline(record.steps),
             arguments=pretty(record.arguments),
             may_call=ctx.may(CALL),
