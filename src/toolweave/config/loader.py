@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from toolweave.composite.kinds import parse_composite, tool_references
+from toolweave.config.documents import read_documents
 from toolweave.config.models import BackendConfig, Config
 from toolweave.fields import split_tool_ref
 from toolweave.problems import ConfigError, Problem, join_path, problems_from_validation
@@ -120,7 +119,7 @@ def _load_composite_file(
     if not file.is_absolute():
         file = base_dir / file
     file_issues: list[Problem] = []
-    docs = _read_all_documents(file, file_issues)
+    docs = read_documents(file, file_issues)
     for issue in file_issues:
         issues.append(Problem(join_path(path, "file"), f"{file}: {issue.message}"))
     out: list[BaseModel] = []
@@ -237,35 +236,13 @@ def _federated_clashes(federated: Sequence[str], backends: Mapping[str, int]) ->
 
 
 def read_document(file: Path, issues: list[Problem]) -> Any:
-    docs = _read_all_documents(file, issues)
+    docs = read_documents(file, issues)
     if not docs:
         return None if issues else {}
     if len(docs) > 1:
         issues.append(Problem("", f"{file} holds {len(docs)} YAML documents; a config holds one"))
         return None
     return docs[0]
-
-
-def _read_all_documents(file: Path, issues: list[Problem]) -> list[Any]:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        issues.append(Problem("", f"config file not found: {file}"))
-        return []
-    except (OSError, UnicodeDecodeError) as error:
-        issues.append(Problem("", f"cannot read {file}: {error}"))
-        return []
-    if file.suffix.lower() == ".toml":
-        try:
-            return [tomllib.loads(text)]
-        except tomllib.TOMLDecodeError as error:
-            issues.append(Problem("", f"invalid TOML in {file}: {error}"))
-            return []
-    try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        issues.append(Problem("", f"invalid YAML in {file}: {error}"))
-        return []
 
 
 def expand_env(value: Any, path: str, issues: list[Problem]) -> Any:
