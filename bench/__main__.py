@@ -23,6 +23,7 @@ from bench.procs import ProcessGroup, install_signal_handlers, start_backend
 from bench.report import render, summary_line, versus_table, write_json
 from bench.scenarios.catalog import scenario_c
 from bench.scenarios.composites import scenario_d, scenario_e, scenario_f
+from bench.scenarios.federated import scenario_k
 from bench.scenarios.http_api import scenario_i
 from bench.scenarios.memory import scenario_g
 from bench.scenarios.passthrough import scenario_a, scenario_b
@@ -42,6 +43,7 @@ SCENARIOS: dict[str, Scenario] = {
     "H": scenario_h,
     "I": scenario_i,
     "J": scenario_j,
+    "K": scenario_k,
 }
 
 

@@ -54,6 +54,8 @@ class RunRecord:
     finished_at: float | None = None
     state: dict[str, Any] = field(default_factory=dict)
     """Resumable state for durable workflows (checkpointed step outputs)."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """`tool_result` trace events of the calls the run made (`executor.trace`), in the order they ended."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -67,7 +67,13 @@ def test_no_5xx_and_responses_match_the_document(fuzzed_api: Any) -> None:
     """Every operation of the document, each with a bounded number of generated requests."""
     failures: list[str] = []
     sent: list[int] = []
-    operations = [result.ok() for result in fuzzed_api.get_all_operations()]
+    # `GET /events` streams until the client leaves: a request/response fuzzer would wait forever
+    # (it is tested as a stream in tests/services/test_events.py)
+    operations = [
+        op
+        for op in (result.ok() for result in fuzzed_api.get_all_operations())
+        if op.path != "/api/v1/events"
+    ]
     assert len(operations) >= 18, [op.label for op in operations]
     for operation in operations:
 

@@ -131,6 +131,15 @@ class RawClient:
                 self.registration = message["params"]
                 return message["params"]
 
+    async def next_message(self, timeout: float = 10.0) -> dict[str, Any]:
+        """The gateway's next message that is not a heartbeat `ping` (those are answered)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                message = orjson.loads(await self.socket.recv())
+                if message.get("method") != "ping":
+                    return message
+                await self.answer(message["id"], {})
+
     async def answer(self, request_id: Any, result: dict[str, Any]) -> None:
         await self.socket.send(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).decode())
 

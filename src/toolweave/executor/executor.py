@@ -20,12 +20,13 @@ import mcp_types as types
 
 from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.composite.base import ProgressFn, RunContext
-from toolweave.executor import approval, batch, recording, search_mode
+from toolweave.executor import approval, batch, recording, search_mode, trace
 from toolweave.executor.admission import Pools, admitted
 from toolweave.executor.registry import Registry
 from toolweave.executor.session import BatchCall, Session
 from toolweave.executor.validation import validated
 from toolweave.results import error_result
+from toolweave.runs import RunRecord
 
 logger = logging.getLogger("toolweave.executor")
 
@@ -33,7 +34,7 @@ logger = logging.getLogger("toolweave.executor")
 class ToolExecutor:
     """Dispatches calls against the registry's current catalog for one session."""
 
-    __slots__ = ("depth", "pools", "registry", "session")
+    __slots__ = ("depth", "pools", "registry", "run", "session")
 
     def __init__(
         self,
@@ -42,12 +43,15 @@ class ToolExecutor:
         *,
         pools: Pools | None = None,
         depth: int = 0,
+        run: RunRecord | None = None,
     ) -> None:
         self.registry = registry
         self.session = session or Session()
         self.pools = pools if pools is not None else registry.admission.pools_for(self.session)
         """The session's pools (shared by every executor of the same session), or a forked level's."""
         self.depth = depth
+        self.run = run
+        """The run record of the composite whose inner calls this executor makes (their trace events go there)."""
 
     # -- single calls ----------------------------------------------------------
 
@@ -102,9 +106,12 @@ class ToolExecutor:
         between runs, results in input order — one result per call, always."""
         return await batch.execute_batch(calls, self.call, self.classify, cancel)
 
-    def fork(self) -> ToolExecutor:
-        """The executor for a composite's inner calls: same session, pools of the next level."""
-        return ToolExecutor(self.registry, self.session, pools=self.pools.fork(), depth=self.depth + 1)
+    def fork(self, run: RunRecord | None = None) -> ToolExecutor:
+        """The executor for a composite's inner calls: same session, pools of the next level; `run`: the
+        composite's run record, which gets a trace event for each inner call."""
+        return ToolExecutor(
+            self.registry, self.session, pools=self.pools.fork(), depth=self.depth + 1, run=run
+        )
 
     # -- the stages --------------------------------------------------------------
 
@@ -112,11 +119,17 @@ class ToolExecutor:
         self, entry: Entry, arguments: Any, progress: ProgressFn | None
     ) -> types.CallToolResult:
         observe = self.registry.observe
-        if observe is None:
+        run = self.run
+        if observe is None and run is None:
             return await self._checked(entry, arguments, progress)
         started = time.perf_counter()
         result = await self._checked(entry, arguments, progress)
-        observe(entry, result, time.perf_counter() - started, self.session.tenant)
+        seconds = time.perf_counter() - started
+        tenant = self.session.tenant
+        if run is not None:
+            run.events.append(trace.tool_result_event(entry, result, seconds, tenant, run.id))
+        if observe is not None:
+            observe(entry, result, seconds, tenant)
         return result
 
     async def _checked(
@@ -165,8 +178,12 @@ class ToolExecutor:
         try:
             if entry.composite is None:
                 result = await self._call_backend(entry, arguments, progress)
+                seconds = time.perf_counter() - since
+                record.events.append(
+                    trace.tool_result_event(entry, result, seconds, record.tenant, record.id)
+                )
             else:
-                result = await self._run_composite(entry, arguments, progress, record.id, resume)
+                result = await self._run_composite(entry, arguments, progress, record, resume)
         except asyncio.CancelledError:
             await recording.cancelled(runs, record, since)
             raise
@@ -190,7 +207,7 @@ class ToolExecutor:
         entry: Entry,
         arguments: dict[str, Any],
         progress: ProgressFn | None,
-        run_id: str,
+        record: RunRecord,
         resume: Any,
     ) -> types.CallToolResult:
         assert entry.composite is not None
@@ -200,12 +217,12 @@ class ToolExecutor:
                 f"composite {entry.name!r} nests deeper than gateway.max_depth ({max_depth}); "
                 "nothing more was called"
             )
-        child = self.fork()
+        child = self.fork(record)
         context = RunContext(
             call=child.call_inner,
             progress=progress,
             elicit=self.session.elicit,
-            run_id=run_id,
+            run_id=record.id,
             tenant=self.session.tenant,
             runs=self.registry.runs,
             resume=resume,

@@ -94,6 +94,7 @@ class FederationRelay:
         self._subscribed = asyncio.Event()
         self.relayed_calls = 0
         self._down_logged = False
+        self._refused: set[tuple[str, str]] = set()
 
     def _gateway_channel(self, instance: str) -> str:
         return f"{self._prefix}:gw:{instance}"
@@ -183,13 +184,16 @@ class FederationRelay:
         if manifest is not None:
             problems = self.federation.check(manifest, tenant)
         if manifest is None or problems:
-            logger.warning(
-                "federation relay: namespace %s of gateway %s not served here: %s",
-                namespace,
-                gateway[:8],
-                "; ".join(map(str, problems)),
-            )
+            if (gateway, namespace) not in self._refused:  # announced every round: said once
+                self._refused.add((gateway, namespace))
+                logger.warning(
+                    "federation relay: namespace %s of gateway %s not served here: %s",
+                    namespace,
+                    gateway[:8],
+                    "; ".join(map(str, problems)),
+                )
             return
+        self._refused.discard((gateway, namespace))
         server = RemoteServer(self, gateway, namespace, clients)
         self.remote[(gateway, namespace)] = server
         self.federation.attach(server, manifest, tenant)

@@ -29,6 +29,7 @@ from prometheus_client import (
 from prometheus_client.metrics_core import Metric
 
 from toolweave.catalog.catalog import Entry
+from toolweave.executor.trace import origin
 
 logger = logging.getLogger("toolweave.calls")
 
@@ -64,13 +65,25 @@ class Metrics:
             registry=self.registry,
         )
         self.tools = Gauge(TOOLS_GAUGE, "Tools in the catalog", registry=self.registry)
+        self.results = Counter(
+            "toolweave_tool_results",
+            "tool_result events by the tool's origin (backend, python, federated, composite) and status",
+            ("source", "status"),
+            registry=self.registry,
+        )
         self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
+        self._results: dict[tuple[str, str], Any] = {}
 
     def observe(
         self, entry: Entry, result: types.CallToolResult, seconds: float, tenant: str | None = None
     ) -> None:
         """The gateway's `call_observer` (`tenant`: the caller's): must stay cheap and must never raise."""
         try:
+            outcome = (origin(entry)[0], "error" if result.is_error else "ok")
+            counter = self._results.get(outcome)
+            if counter is None:
+                counter = self._results[outcome] = self.results.labels(*outcome)
+            counter.inc()
             key = (
                 entry.name,
                 entry.backend.name if entry.backend is not None else COMPOSITE_BACKEND,

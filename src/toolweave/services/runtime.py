@@ -16,12 +16,16 @@ import asyncio
 import contextlib
 import logging
 
+from mcp_types import CallToolResult
+
 from toolweave.backends.federated.protocol import UNAUTHORIZED
+from toolweave.catalog.catalog import Entry
 from toolweave.config.models import Config
 from toolweave.gateway import Gateway
 from toolweave.services.change_feed import ChangeFeed, Mode, plan
 from toolweave.services.connections import TenantBackends
 from toolweave.services.definitions import DefinitionService
+from toolweave.services.events import EventStream
 from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
 from toolweave.services.metrics import Metrics
@@ -59,8 +63,9 @@ class ServerRuntime:
         self.metrics = Metrics()
         self.runs = SqlRunStore(self.db)
         self.tenant_backends = TenantBackends(self.connections)
+        self.events = EventStream()
         self.gateway = Gateway(
-            config, runs=self.runs, backend_resolver=self.tenant_backends, call_observer=self.metrics.observe
+            config, runs=self.runs, backend_resolver=self.tenant_backends, call_observer=self._observe
         )
         self.definitions: DefinitionService | None = None
         self.sync_mode: Mode = sync
@@ -92,6 +97,11 @@ class ServerRuntime:
             self.relay = FederationRelay(self.gateway.federation, self.db, settings.redis_url)
             await self.relay.start()
         self.started = True
+
+    def _observe(self, entry: Entry, result: CallToolResult, seconds: float, tenant: str | None) -> None:
+        """Every call the executor dispatched: counted (metrics), traced (logs, `GET /api/v1/events`)."""
+        self.metrics.observe(entry, result, seconds, tenant)
+        self.events.observe(entry, result, seconds, tenant)
 
     def _change_feed(self, definitions: DefinitionService) -> ChangeFeed | None:
         """The feed to the other gateways sharing the database, or None (SQLite without Redis, `off`)."""

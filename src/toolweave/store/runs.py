@@ -58,6 +58,7 @@ _RUN_FIELDS = (
     "started_at",
     "finished_at",
     "state",
+    "events",
 )
 _STEP_FIELDS = ("status", "attempts", "latency_ms", "output", "error")
 
@@ -86,6 +87,7 @@ def _run_values(record: RunRecord) -> dict[str, Any]:
     values = {name: getattr(record, name) for name in _RUN_FIELDS}
     values["arguments"] = dict(record.arguments)
     values["state"] = dict(record.state)
+    values["events"] = list(record.events)
     return values
 
 
@@ -102,6 +104,7 @@ def _step_record(row: Row[Any]) -> StepRecord:
 
 def _run_record(row: Row[Any], steps: list[StepRecord]) -> RunRecord:
     fields = {name: getattr(row, name) for name in _RUN_FIELDS}
+    fields["events"] = fields["events"] or []  # rows written before the column existed
     return RunRecord(id=row.id, steps=steps, **fields)
 
 

@@ -182,6 +182,7 @@ runs = Table(
     Column("finished_at", Float, nullable=True),
     Column("state", JsonType, nullable=False),
     Column("owner", String(32), nullable=True),
+    Column("events", JsonType, nullable=True),
 )
 Index("ix_runs_status_owner", runs.c.status, runs.c.owner)
 

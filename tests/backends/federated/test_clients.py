@@ -21,6 +21,7 @@ from support.federation import (
     registered,
     served,
     sleepy_server_command,
+    stderr_of,
 )
 from support.processes import wait_until
 from toolweave.backends.federated import FederatedBackend
@@ -161,3 +162,15 @@ async def test_a_workflow_mixes_backend_and_federated_steps_and_waits_for_its_cl
             assert "abcd: 28 in stock" in text_of(result)
         await gone(api.gateway, "restock_note")
         assert "restock_note" in api.gateway.catalog.degraded
+
+
+async def test_the_bridge_stops_with_every_reason_when_the_gateway_refuses_it(sqlite_app) -> None:
+    api = await sqlite_app({"backends": [stdio_backend("clock")]}, require_auth=True)
+    client_key = await api.key("acme", "tools:federate")
+    async with served(api) as base:
+        with bridge(base, client_key, "clock") as process:  # the namespace of a configured backend
+            code = await asyncio.to_thread(process.wait, 60)
+            printed = stderr_of(process)
+    assert code == 2, printed
+    assert "refused (4422)" in printed
+    assert "namespace: namespace 'clock' is the name of a configured backend" in printed

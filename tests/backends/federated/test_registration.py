@@ -173,3 +173,22 @@ async def test_a_silent_client_is_disconnected_within_seconds_and_its_calls_fail
         assert waited < 3.0
         assert (await client.closed(1.0))[0] == protocol.HEARTBEAT
         await gone(api.gateway, "mute__lookup")
+
+
+async def test_a_timed_out_call_is_cancelled_on_the_client(sqlite_app) -> None:
+    api, key = await federating_app(sqlite_app, federation={"call_timeout": 0.5})
+    agent_key = await api.key("acme", "tools:read", "tools:call")
+    async with served(api) as base, raw_client(base, key, "lazy") as client:
+        assert (await client.register([tool("work")]))["accepted"]
+        async with api.client(agent_key) as http:
+            pending = asyncio.create_task(http.post("/api/v1/tools/lazy__work/call", json={}))
+            call = await client.next_message()
+            assert call["method"] == "tools/call" and call["params"] == {"name": "work", "arguments": {}}
+            cancelled = await client.next_message(5)
+            result = (await pending).json()
+    assert cancelled["method"] == "notifications/cancelled"
+    assert cancelled["params"]["requestId"] == call["id"]
+    assert (
+        result["isError"]
+        and "timed out after 0.5s (the client was told to cancel it)" in result["content"][0]["text"]
+    )

@@ -103,7 +103,7 @@ class FederatedPeer:
             async with asyncio.timeout(timeout):
                 return await future
         except (TimeoutError, asyncio.CancelledError):
-            if not future.done():
+            if future.cancelled() or not future.done():  # no answer came (a timeout cancels the future)
                 await self._cancel(request_id, "timed out" if not _cancelling() else "the caller went away")
             raise
         finally:

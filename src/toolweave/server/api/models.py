@@ -228,6 +228,11 @@ class RunOut(BaseModel):
     latencyMs: float = 0.0
     startedAt: float
     finishedAt: float | None = None
+    events: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="A `tool_result` event per call the run made: tool, status, duration_ms, source "
+        "(backend | python | federated | composite), handler, toolkit, error",
+    )
 
 
 class RunList(BaseModel):

@@ -116,4 +116,5 @@ def run_out(record: RunRecord) -> RunOut:
         latencyMs=record.latency_ms,
         startedAt=record.started_at,
         finishedAt=record.finished_at,
+        events=list(record.events),
     )

@@ -1,0 +1,100 @@
+"""The live trace: every call's `tool_result` event, logged and streamed to subscribers.
+
+The executor tells the served gateway's call observer of every call; this
+service turns it into a `tool_result` event (`executor.trace`), logs it on
+`toolweave.trace` (INFO: one line per call; raise the log level to silence it)
+and hands it to every subscriber of `GET /api/v1/events` that may see it: a
+tenant's subscribers see their tenant's calls, the operator (no tenant) sees
+all. Each subscriber has a bounded queue; one that does not keep up loses its
+oldest events (and is told how many), it never slows a call or another
+subscriber. With nobody subscribed and the logger quiet, no event is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import mcp_types as types
+
+from toolweave.catalog.catalog import Entry
+from toolweave.executor.trace import tool_result_event
+
+logger = logging.getLogger("toolweave.trace")
+
+QUEUE_SIZE = 1000
+MAX_SUBSCRIBERS = 100
+
+
+class Subscriber:
+    """One `GET /api/v1/events` stream: the events its tenant may see, oldest dropped when it lags."""
+
+    def __init__(self, tenant: str | None, everything: bool) -> None:
+        self.tenant = tenant
+        self.everything = everything
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_SIZE)
+        self.dropped = 0
+
+    def offer(self, event: dict[str, Any]) -> None:
+        if not self.everything and event["tenant"] != self.tenant:
+            return
+        if self.queue.full():
+            self.queue.get_nowait()
+            self.dropped += 1
+        self.queue.put_nowait(event)
+
+
+class EventStream:
+    def __init__(self) -> None:
+        self.subscribers: set[Subscriber] = set()
+
+    def observe(self, entry: Entry, result: types.CallToolResult, seconds: float, tenant: str | None) -> None:
+        """The call observer's part (`tenant`: the caller's): must stay cheap and never raise."""
+        try:
+            if not self.subscribers and not logger.isEnabledFor(logging.INFO):
+                return
+            event = tool_result_event(entry, result, seconds, tenant)
+            if logger.isEnabledFor(logging.INFO):
+                logger.info(
+                    "tool_result %s %s %.1fms (%s)",
+                    event["tool"],
+                    event["status"],
+                    event["duration_ms"],
+                    event["source"],
+                    extra={"event": event},
+                )
+            for subscriber in self.subscribers:
+                subscriber.offer(event)
+        except Exception:
+            logger.debug("tracing a call failed", exc_info=True)
+
+    def subscribe(self, tenant: str | None, *, everything: bool) -> Subscriber:
+        """A new subscriber (`everything`: the operator's, who sees every tenant's calls)."""
+        if len(self.subscribers) >= MAX_SUBSCRIBERS:
+            raise OverflowError(f"at most {MAX_SUBSCRIBERS} event streams may be open at once")
+        subscriber = Subscriber(tenant, everything)
+        self.subscribers.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self.subscribers.discard(subscriber)
+
+    async def follow(
+        self, subscriber: Subscriber, keepalive: float = 15.0
+    ) -> AsyncIterator[dict[str, Any] | None]:
+        """The subscriber's events as they come (None every `keepalive` seconds of silence)."""
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(subscriber.queue.get(), keepalive)
+                except TimeoutError:
+                    yield None
+                    continue
+                if subscriber.dropped:
+                    yield {"type": "dropped", "count": subscriber.dropped}
+                    subscriber.dropped = 0
+                yield event
+        finally:
+            self.unsubscribe(subscriber)
