@@ -9,6 +9,8 @@ TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 SERVERS = TESTS / "servers"
 TESTSERVER = SERVERS / "testserver.py"
+RELAYSERVER = SERVERS / "relayserver.py"
+"""Tools that need the client mid-call (sampling, elicitation, roots, logging) and a completing prompt."""
 HEADERSERVER = SERVERS / "headerserver.py"
 APISERVER = SERVERS / "apiserver.py"
 """A REST API with its own OpenAPI document (tests/servers/apiserver_openapi.yaml), for HTTP API backends."""

@@ -66,8 +66,6 @@ class _GatewayServer(Server[Any]):
         if relays is None:
             return capabilities
         update: dict[str, Any] = {}
-        if capabilities.logging is not None and not relays.offered("logging"):
-            update["logging"] = None
         if capabilities.completions is not None and not relays.offered("completions"):
             update["completions"] = None
         resources = capabilities.resources

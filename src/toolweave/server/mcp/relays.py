@@ -3,7 +3,7 @@
 - During a call, a backend's requests (sampling, elicitation, roots) and log messages go to the
   client whose call caused them (`CallerChannel`, set by the front for every `tools/call`).
 - `logging/setLevel`: remembered per connection (log messages below it are not passed on) and
-  forwarded to every backend that logs.
+  forwarded to every backend that declares logging (backends may log without declaring it).
 - `completion/complete`: to the backend of the prompt or resource template, under its own names.
 - `resources/subscribe` / `unsubscribe`: to the resource's backend; its `notifications/resources/updated`
   go to every connection that subscribed.
@@ -111,8 +111,7 @@ class Relays:
         return minimum is None or LEVELS.index(level) >= minimum
 
     async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
-        if not self.offered("logging"):
-            raise method_not_found()
+        """Served whatever the backends declare: the gateway filters the messages it passes on itself."""
         connection = _connection(ctx)
         if connection is not None:
             self._levels[connection] = LEVELS.index(params.level)
