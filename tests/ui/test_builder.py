@@ -151,3 +151,24 @@ async def test_the_builder_works_with_the_keyboard_only(browser: Any, tmp_path: 
         await page.keyboard.press("Enter")
         await expect(page.locator("h1")).to_contain_text("typed")
         assert [row.name for row in await server.runtime.definitions.repo.list(None)] == ["typed"]
+
+
+async def test_an_edit_makes_a_version_and_the_page_shows_the_difference(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        definition = {
+            "name": "versioned",
+            "description": "First words.",
+            "routing": "agent_driven",
+            "operations": [{"slug": "greet", "tool": "py/greet"}],
+        }
+        await server.runtime.definitions.create(None, definition, "active", None)
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/versioned/edit")
+        await page.fill("#description", "Second words.")
+        await page.click("#save")
+        await expect(page.locator("#versions tbody tr")).to_have_count(2)
+        await expect(page.locator("#diff .del")).to_contain_text("First words.")
+        await expect(page.locator("#diff .add")).to_contain_text("Second words.")
+        await page.select_option("#from", "2")
+        await page.click("#diff-form button")
+        await expect(page.locator("#diff")).to_have_text("(no difference)")

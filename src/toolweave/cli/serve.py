@@ -25,7 +25,7 @@ def serve(
         bool, typer.Option("--log-json", help='Log JSON lines (same as gateway.log_format = "json").')
     ] = False,
 ) -> None:
-    """Run the gateway: MCP at /mcp (or stdio), the REST API at /api/v1."""
+    """Run the gateway: MCP at /mcp (or stdio), the REST API at /api/v1, the web UI at /."""
     cfg = load_config_or_exit(config)
     if stdio:
         _serve_logging(cfg, log_json)
@@ -67,6 +67,8 @@ async def _serve_http(cfg: Config, host: str, port: int, require_auth: bool) -> 
     app, gateway = await build_http_app(cfg, host=host, require_auth=require_auth)
     print_backends(gateway.describe_backends(), err)
     err.print(f"toolweave {len(gateway.list_tools())} tools · MCP at [bold]http://{host}:{port}/mcp[/]")
+    if cfg.ui.enabled:
+        err.print(f"web UI at [bold]http://{host}:{port}/[/] · API docs at http://{host}:{port}/docs")
     server = uvicorn.Server(
         uvicorn.Config(
             app,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
 from starlette.responses import RedirectResponse, Response
 
 from toolweave.executor.resume import ResumeError, resume_run
@@ -14,10 +16,26 @@ from toolweave.server.ui.dag import layout
 from toolweave.server.ui.run_view import timeline
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
+from toolweave.store import NotFound
 
 MAX_KEY_LENGTH = 512
 RUN_STATUSES = ("running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required")
 RUNS_SHOWN = 200
+
+
+def _version_param(text: str | None, numbers: list[int], default: int) -> int:
+    try:
+        wanted = int(text or "")
+    except ValueError:
+        return default
+    return wanted if wanted in numbers else default
+
+
+def definition_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """A unified diff of two definitions as YAML (the document people write)."""
+    before = yaml.safe_dump(old, sort_keys=False, allow_unicode=True).splitlines()
+    after = yaml.safe_dump(new, sort_keys=False, allow_unicode=True).splitlines()
+    return list(difflib.unified_diff(before, after, "before", "after", lineterm="", n=2))[2:]
 
 
 def _safe_next(target: str | None) -> str:
@@ -63,9 +81,15 @@ class Pages:
             if not read.problems:
                 called = await rt.gateway.executor(ctx.caller).call(name, read.arguments)
                 result = result_view(called)
+        versions, diff, pair = (
+            await self._versions(ctx, view.name) if view.source == "api" else ([], [], (0, 0))
+        )
         return self.ui.render(
             ctx,
             "tool.html",
+            versions=versions,
+            diff=diff,
+            pair=pair,
             tool=view,
             fields=fields,
             may_call=served and ctx.may(CALL),
@@ -73,6 +97,23 @@ class Pages:
             result=result,
             dag=layout(view.definition.get("steps") or []) if view.kind == "workflow" else None,
         )
+
+    async def _versions(self, ctx: PageContext, name: str) -> tuple[list[Any], list[str], tuple[int, int]]:
+        """Every stored version, and the diff of two (`?from=&to=`; default: the last two)."""
+        service = ctx.runtime.definitions
+        assert service is not None
+        try:
+            versions = await service.repo.versions(name, ctx.caller.tenant)
+        except NotFound:
+            return [], [], (0, 0)
+        numbers = [v.version for v in versions]
+        if len(numbers) < 2:
+            return versions, [], (0, 0)
+        params = ctx.request.query_params
+        old = _version_param(params.get("from"), numbers, numbers[-2])
+        new = _version_param(params.get("to"), numbers, numbers[-1])
+        by_number = {v.version: v for v in versions}
+        return versions, definition_diff(by_number[old].definition, by_number[new].definition), (old, new)
 
     async def runs(self, ctx: PageContext) -> Response:
         params = ctx.request.query_params
