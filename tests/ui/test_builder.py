@@ -153,7 +153,9 @@ async def test_the_builder_works_with_the_keyboard_only(browser: Any, tmp_path: 
         assert [row.name for row in await server.runtime.definitions.repo.list(None)] == ["typed"]
 
 
-async def test_an_edit_makes_a_version_and_the_page_shows_the_difference(browser: Any, tmp_path: Path) -> None:
+async def test_an_edit_makes_a_version_and_the_page_shows_the_difference(
+    browser: Any, tmp_path: Path
+) -> None:
     async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
         definition = {
             "name": "versioned",
