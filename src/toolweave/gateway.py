@@ -55,7 +55,8 @@ class Gateway:
     ) -> None:
         """`runs`: where run records go (in memory by default); `backend_resolver`: picks the backend
         connection for a caller (a tenant's own credentials); `call_observer`: told of every
-        finished call (metrics), in one place."""
+        finished call (metrics), in one place; `errlog`: a stream stdio backends write their stderr to
+        raw (default: each line becomes a log record of `toolweave.stderr.<backend>`)."""
         self.config = config
         self.policy = Policy(config.policy)
         self.backends: dict[str, Backend] = {}

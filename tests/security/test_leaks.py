@@ -1,12 +1,20 @@
-"""What one tenant must not learn about another: that a composite exists (a reference to it answers
-exactly like an unknown name)."""
+"""Leaks: what one tenant must not learn about another (that a composite exists: a reference to it
+answers exactly like an unknown name), and what a backend prints must not reach the log raw."""
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
+
+import pytest
 
 from support.api import GREETER, AppFactory
 from support.configs import python_backend
+from support.paths import PYTHON, SERVERS
+from support.processes import wait_until
+from toolweave.backends.stderr import BURST_LINES, MAX_LINE_CHARS
+from toolweave.services.logs import JsonFormatter
 
 API = "/api/v1"
 
@@ -32,3 +40,52 @@ async def test_referencing_another_tenants_composite_answers_like_an_unknown_nam
         assert theirs.text.replace("'greeter'", "'greeterx'") == unknown.text
         mine = await a.post(f"{API}/composite-tools", json={"definition": caller_of("greeter", "own")})
         assert mine.status_code == 201, mine.text
+
+
+NOISY_TOKEN = "noisy-token-4f2a9c"
+
+
+async def test_a_stdio_backends_stderr_becomes_structured_scrubbed_log_lines(
+    open_gateway: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its lines used to be copied raw to the gateway's stderr: unscrubbed, and breaking --log-json."""
+    caplog.set_level(logging.INFO)
+    noisy = {
+        "name": "noisy",
+        "command": PYTHON,
+        "args": [str(SERVERS / "noisyserver.py")],
+        "env": {"NOISY_API_TOKEN": NOISY_TOKEN},
+    }
+    gateway = await open_gateway({"backends": [noisy]})
+    hostile = '{"level":"fatal"} \x1b[31mred\x1b[0m \x07 token=' + NOISY_TOKEN + " " + "A" * 5000
+    result = await gateway.call("noisy__shout", {"text": hostile})
+    assert not result.is_error
+
+    def relayed() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "toolweave.stderr.noisy"]
+
+    await wait_until(lambda: len(relayed()) >= 2, timeout=10, what="two relayed stderr lines")
+    formatter = JsonFormatter()
+    for record in relayed():
+        line = formatter.format(record)
+        parsed = json.loads(line)  # one JSON object per line, whatever the backend printed
+        assert parsed["backend"] == "noisy" and parsed["level"] == "info"
+        message = record.getMessage()
+        assert NOISY_TOKEN not in line and "\x1b" not in message and "\x07" not in message
+        assert len(message) <= MAX_LINE_CHARS + 10
+    messages = [r.getMessage() for r in relayed()]
+    assert any(m.startswith("noisy starting with token [redacted]") for m in messages)
+    assert any('{"level":"fatal"} \\x1b[31mred' in m and m.endswith("[cut]") for m in messages)
+
+
+async def test_a_flood_of_stderr_lines_is_bounded(
+    open_gateway: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    noisy = {"name": "noisy", "command": PYTHON, "args": [str(SERVERS / "noisyserver.py")]}
+    gateway = await open_gateway({"backends": [noisy]})
+    assert not (await gateway.call("noisy__shout", {"text": "spam", "repeat": 5000})).is_error
+    await gateway.stop()  # end of file on the pipe: the dropped lines are reported
+    spam = [r for r in caplog.records if r.name == "toolweave.stderr.noisy" and r.getMessage() == "spam"]
+    dropped = [r for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(spam) <= BURST_LINES + 100 and dropped, (len(spam), len(dropped))

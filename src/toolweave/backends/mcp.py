@@ -44,6 +44,7 @@ from toolweave import sdk_compat
 from toolweave.backends import relay
 from toolweave.backends.base import Backend, logger, unavailable_result
 from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, proxied
+from toolweave.backends.stderr import StderrRelay, backend_secrets
 from toolweave.results import error_result
 
 INITIAL_BACKOFF = 0.25
@@ -67,7 +68,9 @@ class MCPBackend(Backend):
         self._task: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()
         self._stopping = False
-        self._errlog = errlog if errlog is not None else sys.stderr
+        self._errlog = errlog
+        """Where a stdio child's stderr goes raw; None (the default): log records (`stderr.StderrRelay`)."""
+        self._stderr: StderrRelay | None = None
         self._semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
         self._refresh_task: asyncio.Task[None] | None = None
         self._refresh_wanted = False
@@ -98,7 +101,13 @@ class MCPBackend(Backend):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         self._client = None
+        await self._close_stderr()
         self._set_status("stopped")
+
+    async def _close_stderr(self) -> None:
+        relay, self._stderr = self._stderr, None
+        if relay is not None:
+            await relay.close()
 
     async def stop_when_idle(self, grace: float | None = None) -> None:
         """Stop once the calls already in flight have answered (at most `grace` seconds, the call timeout).
@@ -171,7 +180,14 @@ class MCPBackend(Backend):
             params = StdioServerParameters(
                 command=config.command, args=config.args, env=_child_env(config.env), cwd=config.cwd
             )
-            target: Any = stdio_client(params, errlog=_subprocess_stream(self._errlog))
+            if self._errlog is None:
+                await self._close_stderr()
+                self._stderr = StderrRelay(self.name, backend_secrets(config))
+                self._stderr.start()
+                errlog: Any = self._stderr.child_end
+            else:
+                errlog = _subprocess_stream(self._errlog)
+            target: Any = stdio_client(params, errlog=errlog)
         else:
             target = self._http_transport(config.url or "", dict(config.headers))
         client = Client(
@@ -183,7 +199,11 @@ class MCPBackend(Backend):
             list_roots_callback=self._relay_roots,
             logging_callback=self._relay_log,
         )
-        await client.__aenter__()
+        try:
+            await client.__aenter__()
+        finally:
+            if self._stderr is not None:
+                self._stderr.child_started()
         return client
 
     @contextlib.asynccontextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -91,7 +90,7 @@ async def _serve_stdio(cfg: Config) -> None:
     from toolweave.server.mcp.front import MCPFront
 
     runs = await open_run_store_or_warn(cfg)
-    gateway = Gateway(cfg, errlog=sys.stderr, runs=runs)
+    gateway = Gateway(cfg, runs=runs)  # backends' stderr: log records (backends/stderr.py)
     try:
         await gateway.start()
         print_backends(gateway.describe_backends(), err)
