@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 
 COOKIE = "tw_ui_session"
 MAX_SESSIONS = 10_000
-"""Oldest sessions are dropped beyond this: what anonymous visitors can make the gateway keep is bounded."""
+"""Logged-in sessions kept at most (the least recently used is dropped beyond it)."""
+MAX_ANONYMOUS = 2_000
+"""Sessions without a key (a login form, a UI without auth) kept at most, apart from the logged-in
+ones: a flood of cookie-less requests can only push out other anonymous sessions, never a login."""
 
 
 @dataclass(slots=True)
@@ -33,37 +36,44 @@ class UiSession:
 
 
 class SessionStore:
-    """Sessions in memory, least recently used first; idle ones expire."""
+    """Sessions in memory, least recently used first, anonymous and logged-in apart; idle ones expire."""
 
-    def __init__(self, idle_seconds: float, max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(
+        self, idle_seconds: float, max_sessions: int = MAX_SESSIONS, max_anonymous: int = MAX_ANONYMOUS
+    ) -> None:
         self.idle_seconds = idle_seconds
-        self.max_sessions = max_sessions
-        self._sessions: OrderedDict[str, UiSession] = OrderedDict()
+        self._limits = {True: max_sessions, False: max_anonymous}
+        self._pools: dict[bool, OrderedDict[str, UiSession]] = {True: OrderedDict(), False: OrderedDict()}
 
     def get(self, session_id: str | None) -> UiSession | None:
         if not session_id:
             return None
-        found = self._sessions.get(session_id)
-        if found is None:
-            return None
-        now = time.monotonic()
-        if now - found.last_seen > self.idle_seconds:
-            del self._sessions[session_id]
-            return None
-        found.last_seen = now
-        self._sessions.move_to_end(session_id)
-        return found
+        for pool in self._pools.values():
+            found = pool.get(session_id)
+            if found is None:
+                continue
+            now = time.monotonic()
+            if now - found.last_seen > self.idle_seconds:
+                del pool[session_id]
+                return None
+            found.last_seen = now
+            pool.move_to_end(session_id)
+            return found
+        return None
 
     def create(self, api_key: str | None = None) -> UiSession:
         """A new session with a fresh id and CSRF token (a login always gets a new id: no fixation)."""
         session = UiSession(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), api_key=api_key)
-        self._sessions[session.id] = session
-        while len(self._sessions) > self.max_sessions:
-            self._sessions.popitem(last=False)
+        logged_in = api_key is not None
+        pool = self._pools[logged_in]
+        pool[session.id] = session
+        while len(pool) > self._limits[logged_in]:
+            pool.popitem(last=False)
         return session
 
     def drop(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
+        for pool in self._pools.values():
+            pool.pop(session_id, None)
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        return sum(len(pool) for pool in self._pools.values())

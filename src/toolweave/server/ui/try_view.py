@@ -18,6 +18,9 @@ from toolweave.results import META_KEY
 
 MAX_FIELDS = 100
 """A schema with more properties than this is tried through its JSON box only."""
+MAX_SHOWN = 200_000
+"""Characters of one text block (or of the structured content) put in the page; the rest is cut,
+saying so: a huge result must not make a huge page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,16 +153,26 @@ class ResultView:
     run_id: str | None = None
 
 
+def _clipped(text: str) -> str:
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:MAX_SHOWN]}\n… ({len(text) - MAX_SHOWN:,} more characters not shown)"
+
+
 def result_view(result: types.CallToolResult) -> ResultView:
     view = ResultView(is_error=bool(result.is_error))
     for block in result.content:
         if isinstance(block, types.TextContent):
-            view.texts.append(block.text)
+            view.texts.append(_clipped(block.text))
         elif isinstance(block, types.ImageContent) and block.mime_type.startswith("image/"):
             view.images.append((block.mime_type, block.data))
         else:
-            view.other.append(orjson.dumps(block.model_dump(mode="json", by_alias=True)).decode())
-    view.structured = result.structured_content
+            view.other.append(_clipped(orjson.dumps(block.model_dump(mode="json", by_alias=True)).decode()))
+    structured = result.structured_content
+    if structured is not None and len(orjson.dumps(structured)) > MAX_SHOWN:
+        view.other.append(_clipped(orjson.dumps(structured).decode()))  # too big for a tree: as text, cut
+    else:
+        view.structured = structured
     meta = (result.meta or {}).get(META_KEY)
     if isinstance(meta, dict):
         view.meta = meta
