@@ -400,6 +400,32 @@ async def test_cancelling_a_call_closes_its_connection(server: Any) -> None:
     await caller.close()
 
 
+async def test_a_cancelled_handshake_era_call_is_announced(server: Any) -> None:
+    started = asyncio.Event()
+    announced: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+    async def answer(request: Request) -> list[bytes] | None:
+        if request.body.get("method") == "notifications/cancelled":
+            announced.set_result(request.body["params"])
+            return [b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n"]
+        started.set()
+        await request.reader.read()
+        return None
+
+    url, script = await server(answer)
+    caller = HttpToolCaller(url, protocol_version="2025-11-25", session_id="s")
+    call = asyncio.create_task(caller.call("slow", {}))
+    await started.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    async with asyncio.timeout(5):
+        params = await announced
+    assert params["requestId"] == script.requests[0].body["id"]
+    assert script.requests[-1].head["mcp-session-id"] == "s"
+    await caller.close()
+
+
 async def test_server_requests_on_the_stream_are_answered_like_the_sdk_client(server: Any) -> None:
     replies: list[dict[str, Any]] = []
 

@@ -12,7 +12,8 @@ Wire, per the revision the SDK client negotiated:
   `Mcp-Name`, `Mcp-Param-*` (the SDK's own helpers, from the tool's listed
   `x-mcp-header` annotations) and the `_meta` envelope the SDK client sends.
   Cancelling a call closes its connection, which is the cancellation signal.
-- 2025-11-25: the SDK handshake's `Mcp-Session-Id` and `MCP-Protocol-Version`.
+- 2025-11-25: the SDK handshake's `Mcp-Session-Id` and `MCP-Protocol-Version`; a cancelled call is
+  also announced with `notifications/cancelled`, as the SDK client does.
 
 A response is `application/json` or `text/event-stream` (progress notifications,
 then the response). Events with no data (a resumable server's priming event: just an
@@ -230,9 +231,22 @@ class HttpToolCaller:
             (self._head, extra.encode("latin-1"), b"content-length: %d\r\n\r\n" % len(body), body)
         )
         try:
-            return await self._exchange(request, request_id, progress)
-        except _Stale:
-            return await self._exchange(request, request_id, progress, fresh_only=True)
+            try:
+                return await self._exchange(request, request_id, progress)
+            except _Stale:
+                return await self._exchange(request, request_id, progress, fresh_only=True)
+        except asyncio.CancelledError:
+            if not self.modern:  # 2026-07-28: the closed connection is the signal; before, a notification
+                self._notify_cancelled(request_id)
+            raise
+
+    def _notify_cancelled(self, request_id: int) -> None:
+        """`notifications/cancelled` for a handshake-era call its caller gave up on (the SDK client sends it too)."""
+        params = {"requestId": request_id, "reason": "the caller cancelled the call"}
+        body = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+        task = asyncio.get_running_loop().create_task(self._post_reply(body))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _exchange(
         self, request: bytes, request_id: int, progress: ProgressFn | None, *, fresh_only: bool = False
