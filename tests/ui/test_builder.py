@@ -4,6 +4,7 @@ nothing invalid saved; a rejected edit keeps the old version serving to MCP clie
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ async def test_build_a_router_try_it_and_find_its_run(browser: Any, tmp_path: Pa
         await expect(page.locator("#problem-count")).to_have_text("Valid: ready to save.")
         await expect(page.locator("#err-default_operation")).to_be_empty()
         await expect(page.locator("#preview-schema")).to_contain_text('"name"')
-        await expect(page.locator("#yaml")).to_have_value(__import__("re").compile(r"slug: times"))
+        await expect(page.locator("#yaml")).to_have_value(re.compile(r"slug: times"))
 
         await page.click("#save")
         await expect(page.locator("h1")).to_contain_text("calc")
@@ -97,7 +98,7 @@ async def test_yaml_and_form_stay_in_step(browser: Any, tmp_path: Path) -> None:
         await expect(page.locator("#name")).to_have_value("from_yaml")
         await expect(page.locator("#problem-count")).to_have_text("Valid: ready to save.")
         await page.fill("#description", "Edited in the form.")
-        await expect(page.locator("#yaml")).to_have_value(__import__("re").compile("Edited in the form"))
+        await expect(page.locator("#yaml")).to_have_value(re.compile("Edited in the form"))
         await page.click("#save")
         await expect(page.locator("h1")).to_contain_text("from_yaml")
         stored = await server.runtime.definitions.repo.list(None)
@@ -174,3 +175,40 @@ async def test_an_edit_makes_a_version_and_the_page_shows_the_difference(
         await page.select_option("#from", "2")
         await page.click("#diff-form button")
         await expect(page.locator("#diff")).to_have_text("(no difference)")
+
+
+WORKFLOW_YAML = """name: hello_then_times
+description: Greet, then multiply.
+parameters:
+  type: object
+  properties:
+    who: {type: string}
+  required: [who]
+steps:
+- id: hello
+  tool: py/greet
+  arguments: {name: "{{ params.who }}"}
+- id: times
+  tool: py/multiply
+  arguments: {a: 2, b: 3}
+  dependsOn: [hello]
+"""
+
+
+async def test_build_a_workflow_in_yaml_and_watch_its_run(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/")
+        await page.click("#new-workflow")
+        await expect(page.locator("#problem-count")).not_to_have_text("Valid: ready to save.")  # the starter
+        await page.fill("#yaml", WORKFLOW_YAML.replace("py/multiply", "py/nothing"))
+        await expect(page.locator("#problems")).to_contain_text("steps[1].tool")
+        await page.fill("#yaml", WORKFLOW_YAML)
+        await expect(page.locator("#problem-count")).to_have_text("Valid: ready to save.")
+        await expect(page.locator("#preview #dag g.node")).to_have_count(2)
+        await page.click("#save")
+        await expect(page.locator("h1")).to_contain_text("hello_then_times")
+        await page.fill("#arg-who", "Ada")
+        await page.click("#try-form button[type=submit]")
+        await page.click("#run-link")
+        await expect(page.locator('#dag g[data-step="times"]')).to_have_class(re.compile("completed"))

@@ -15,6 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from toolweave.problems import Problem
 from toolweave.server.ui.app import PageContext, UiApp
+from toolweave.server.ui.dag import layout
 from toolweave.server.ui.router_builder import (
     CONDITIONS,
     MAX_ROWS,
@@ -254,4 +255,105 @@ class BuilderPages:
                 saved_problem=f"Not saved: {error}",
                 http_status=409,
             )
+        return RedirectResponse(f"/tools/{stored.name}", status_code=303)
+
+
+STARTERS = {
+    "fanout": {
+        "name": "my_fanout",
+        "description": "Ask several tools at once and return every answer.",
+        "tools": ["backend/tool_a", "backend/tool_b"],
+        "strategy": "parallel",
+    },
+    "workflow": {
+        "name": "my_workflow",
+        "description": "First look something up, then use what was found.",
+        "parameters": {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]},
+        "steps": [
+            {"id": "first", "tool": "backend/tool_a", "arguments": {"query": "{{ params.topic }}"}},
+            {"id": "second", "tool": "backend/tool_b", "arguments": {}, "dependsOn": ["first"]},
+        ],
+    },
+}
+"""The document each YAML builder starts from (names to replace with real tools)."""
+
+
+class YamlBuilderPages:
+    """Fan-outs and workflows, written as YAML and checked as you type by the same validation."""
+
+    def __init__(self, ui: UiApp) -> None:
+        self.ui = ui
+
+    def _checked(self, ctx: PageContext, text: str) -> dict[str, Any]:
+        service = ctx.runtime.definitions
+        assert service is not None
+        definition, why = from_yaml(text)
+        if definition is None:
+            return {"problems": [Problem("", why)], "export": "", "dag": None}
+        problems = service.problems_of(definition, ctx.caller.tenant)
+        entry = service.trial_entry(definition, ctx.caller.tenant) if not problems else None
+        export = (
+            pretty(
+                {
+                    "name": entry.tool.name,
+                    "description": entry.tool.description,
+                    "inputSchema": entry.tool.input_schema,
+                }
+            )
+            if entry
+            else ""
+        )
+        steps = definition.get("steps")
+        return {
+            "problems": problems,
+            "export": export,
+            "dag": layout(steps) if isinstance(steps, list) else None,
+        }
+
+    def _page(
+        self,
+        ctx: PageContext,
+        kind: str,
+        text: str,
+        status: str = "active",
+        saved_problem: str = "",
+        http_status: int = 200,
+    ) -> Response:
+        return self.ui.render(
+            ctx,
+            "yaml_builder.html",
+            http_status=http_status,
+            kind=kind,
+            yaml_text=text,
+            status=status,
+            saved_problem=saved_problem,
+            **self._checked(ctx, text),
+        )
+
+    async def new(self, ctx: PageContext) -> Response:
+        kind = ctx.request.query_params.get("kind", "fanout")
+        kind = kind if kind in STARTERS else "fanout"
+        return self._page(ctx, kind, to_yaml(STARTERS[kind]))
+
+    async def check(self, ctx: PageContext) -> Response:
+        posted = await ctx.request.form()
+        return self.ui.render(ctx, "_yaml_check.html", **self._checked(ctx, str(posted.get("yaml") or "")))
+
+    async def post(self, ctx: PageContext) -> Response:
+        service = ctx.runtime.definitions
+        assert service is not None
+        posted = await ctx.request.form()
+        kind = str(posted.get("kind") or "fanout")
+        kind = kind if kind in STARTERS else "fanout"
+        text = str(posted.get("yaml") or "")
+        status = "draft" if posted.get("status") == "draft" else "active"
+        definition, why = from_yaml(text)
+        if definition is None:
+            return self._page(ctx, kind, text, status, f"Not saved: {why}", 422)
+        try:
+            stored = await service.create(ctx.caller.tenant, definition, status, "web UI builder")
+        except DefinitionError as error:
+            return self._page(ctx, kind, text, status, f"Not saved: {error.message}", 422)
+        except StoreError as error:
+            return self._page(ctx, kind, text, status, f"Not saved: {error}", 409)
         return RedirectResponse(f"/tools/{stored.name}", status_code=303)
