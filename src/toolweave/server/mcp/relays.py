@@ -63,10 +63,12 @@ class CallerChannel:
         if capability is None or self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return False
         try:
-            capabilities = self._ctx.session.client_capabilities
+            session = self._ctx.session
+            capabilities = session.client_capabilities
+            reachable = session.can_send_request  # False in JSON-response mode, or once the request ended
         except Exception:  # noqa: BLE001 - a connection without a handshake declared nothing
             return False
-        return capabilities is not None and getattr(capabilities, capability, None) is not None
+        return reachable and capabilities is not None and getattr(capabilities, capability, None) is not None
 
     async def request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Sent as the backend wrote it (no re-validation that would add or drop fields)."""
