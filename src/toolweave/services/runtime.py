@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 
 from mcp_types import CallToolResult
 
@@ -39,6 +40,7 @@ from toolweave.store import (
     SqlRunStore,
     TenantRepository,
 )
+from toolweave.store.gateway_lock import GatewayLock
 
 logger = logging.getLogger("toolweave.server")
 
@@ -74,11 +76,13 @@ class ServerRuntime:
         self.started = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.relay: FederationRelay | None = None
+        self._gateway_lock: GatewayLock | None = None
         """Federated tools across the gateways sharing the database (with Redis)."""
 
     async def start(self) -> None:
         settings = self.config.gateway
         ChangeFeed.check(settings.redis_url, self.db, self.sync_mode)
+        self._lock_unshared_sqlite()
         await self.db.start()
         await self.runs.start()
         await self.gateway.start()
@@ -102,6 +106,15 @@ class ServerRuntime:
         """Every call the executor dispatched: counted (metrics), traced (logs, `GET /api/v1/events`)."""
         self.metrics.observe(entry, result, seconds, tenant)
         self.events.observe(entry, result, seconds, tenant)
+
+    def _lock_unshared_sqlite(self) -> None:
+        """A SQLite file served without a change feed is this gateway's alone (`store.gateway_lock`)."""
+        path = self.db.sqlite_path
+        if path is None or plan(self.config.gateway.redis_url, self.db, self.sync_mode) != "off":
+            return
+        lock = GatewayLock(Path(path))
+        lock.acquire()
+        self._gateway_lock = lock
 
     def _change_feed(self, definitions: DefinitionService) -> ChangeFeed | None:
         """The feed to the other gateways sharing the database, or None (SQLite without Redis, `off`)."""
@@ -181,6 +194,9 @@ class ServerRuntime:
         with contextlib.suppress(Exception):
             await self.runs.close()
         await self.db.close()
+        if self._gateway_lock is not None:
+            self._gateway_lock.release()
+            self._gateway_lock = None
         self.started = False
 
 
