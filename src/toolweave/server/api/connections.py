@@ -67,6 +67,9 @@ def _check_headers(headers: dict[str, str]) -> None:
                     f"the value must be printable text without line breaks, at most {MAX_VALUE} characters",
                 )
             )
+        elif not value.isascii():
+            # HTTP sends header values as bytes: a non-ASCII value would fail at every connect
+            problems.append((where, "the value must be ASCII (encode other text, e.g. percent-encoding)"))
     if problems:
         raise ApiError(422, "invalid_request", f"the connection has {len(problems)} problem(s)", problems)
 
