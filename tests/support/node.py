@@ -142,3 +142,18 @@ def node_process(args: list[str], cwd: Path, port: int | None = None, **env: str
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(10)
         log.close()
+
+
+SERVER_EVERYTHING = ("@modelcontextprotocol/server-everything", "2026.8.31")
+"""The MCP project's own test server (stdio), with tools that sample, elicit and log mid-call."""
+
+
+def server_everything() -> Path:
+    """`dist/index.js` of `@modelcontextprotocol/server-everything`, installed once into the cache."""
+    name, version = SERVER_EVERYTHING
+    folder = cache_dir() / f"server-everything-{version}"
+    script = folder / "node_modules" / name / "dist" / "index.js"
+    if not script.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        _run_npm(["install", "--prefix", str(folder), f"{name}@{version}"], folder, str(node22_bin()))
+    return script
