@@ -13,6 +13,8 @@ from support.api import GREETER, SCRAPER
 from support.browser import serve_ui
 from support.configs import python_backend
 from support.paths import PYTHON, TESTSERVER
+from toolweave.runs import RunRecord, StepRecord, new_run_id
+from toolweave.store import Database, SqlRunStore
 
 WORKFLOW = {
     "name": "greet_then_multiply",
@@ -152,3 +154,35 @@ async def test_a_read_only_key_is_offered_no_call_and_refused(browser: Any, tmp_
         )
         assert refused.status == 403
         assert await server.runtime.runs.list_runs() == []
+
+
+async def test_an_interrupted_run_is_resumed_from_its_page(browser: Any, tmp_path: Path) -> None:
+    hello = {"status": "completed", "output": "Hello, Ada.", "content": [], "error": None, "attempts": 1}
+    crashed = RunRecord(
+        id=new_run_id(),
+        tool="greet_then_multiply",
+        kind="workflow",
+        arguments={"who": "Ada", "a": 4},
+        steps=[
+            StepRecord("hello", "completed", attempts=1, output="Hello, Ada."),
+            StepRecord("times", "running"),
+        ],
+        state={"steps": {"hello": hello}},
+    )
+    async with Database.from_url(f"sqlite:///{tmp_path / 'ui.db'}") as db:  # a gateway that died mid-run
+        store = SqlRunStore(db)
+        await store.start_run(crashed)
+        await store.close()
+    async with serve_ui({"backends": [python_backend()], "composite_tools": [WORKFLOW]}, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/runs?status=interrupted")
+        await page.click(f'tr[data-run="{crashed.id}"] a >> nth=0')
+        await expect(page.locator("#run-status")).to_have_text("interrupted")
+        await page.fill("#resume-arguments", "{not json")
+        await page.click("#resume")
+        await expect(page.locator("#resume-problem")).to_contain_text("not valid JSON")
+        await page.click("#resume")
+        await expect(page.locator("#result")).to_contain_text("Success")
+        await page.goto(f"{server.url}/runs/{crashed.id}")
+        await expect(page.locator("#run-status")).to_have_text("completed")
+        await expect(page.locator("#resume")).to_have_count(0)

@@ -158,9 +158,17 @@ class Pages:
         )
 
     async def resume(self, ctx: PageContext) -> Response:
+        """Resume an interrupted run; secret arguments (never kept in run records) may be given again."""
         run_id = ctx.request.path_params["run_id"][:64]
+        typed = str((await ctx.request.form()).get("arguments") or "").strip()
+        again = None
+        if typed:
+            read = read_arguments([], {"__json__": typed})
+            if read.problems:
+                return await self.run(ctx, problem=f"Arguments: {read.problems['__json__']}")
+            again = read.arguments
         try:
-            called = await resume_run(ctx.runtime.gateway.executor(ctx.caller), run_id)
+            called = await resume_run(ctx.runtime.gateway.executor(ctx.caller), run_id, again)
         except ResumeError as error:
             return await self.run(ctx, problem=error.message)
         return await self.run(ctx, result=result_view(called))
