@@ -10,6 +10,7 @@ client that lacks the capability) the backend gets what an SDK client with no ca
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -26,6 +27,8 @@ REFUSALS = {
     "roots/list": "List roots not supported",
 }
 """What the SDK client's default callbacks answer: the backend's answer when no client can."""
+RELAY_TIMEOUT = 600.0
+"""How long a relayed request waits for the client (a person may be answering); then the backend hears an error."""
 
 
 class RelayError(Exception):
@@ -83,7 +86,11 @@ async def answer_server_request(
     if channel is None or not channel.can_answer(method):
         return {"error": {"code": INVALID_REQUEST, "message": REFUSALS[method]}}
     try:
-        return {"result": await channel.request(method, params)}
+        async with asyncio.timeout(RELAY_TIMEOUT):
+            return {"result": await channel.request(method, params)}
+    except TimeoutError:
+        message = f"the client did not answer {method} within {RELAY_TIMEOUT:g}s"
+        return {"error": {"code": INTERNAL_ERROR, "message": message}}
     except RelayError as error:
         body: dict[str, Any] = {"code": error.code, "message": error.message}
         if error.data is not None:

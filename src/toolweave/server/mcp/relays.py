@@ -65,7 +65,7 @@ class CallerChannel:
         try:
             session = self._ctx.session
             capabilities = session.client_capabilities
-            reachable = session.can_send_request  # False in JSON-response mode, or once the request ended
+            reachable = session.can_send_request  # False where the request cannot carry one (JSON responses)
         except Exception:  # noqa: BLE001 - a connection without a handshake declared nothing
             return False
         return reachable and capabilities is not None and getattr(capabilities, capability, None) is not None
