@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -44,6 +45,11 @@ def secret_fields(schema: Mapping[str, Any] | None) -> frozenset[str]:
     if not isinstance(properties, Mapping):
         return frozenset()
     return frozenset(name for name, prop in properties.items() if is_secret_schema(prop))
+
+
+DERIVED_SECRETS: ContextVar[frozenset[str]] = ContextVar("toolweave_derived_secrets", default=frozenset())
+"""Argument fields of the inner call being made that were computed from a caller's secret (a workflow
+step's `{{ params.token | lower }}`): recorded as `REDACTED` whatever the target's schema says."""
 
 
 def redact_arguments(arguments: Mapping[str, Any], secrets: frozenset[str]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from support.api import GREETER, AppFactory
-from support.configs import python_backend
+from support.configs import python_backend, stdio_backend
 from support.paths import PYTHON, SERVERS
 from support.processes import wait_until
 from toolweave.backends.stderr import BURST_LINES, MAX_LINE_CHARS
@@ -89,3 +89,35 @@ async def test_a_flood_of_stderr_lines_is_bounded(
     spam = [r for r in caplog.records if r.name == "toolweave.stderr.noisy" and r.getMessage() == "spam"]
     dropped = [r for r in caplog.records if "dropped" in r.getMessage()]
     assert len(spam) <= BURST_LINES + 100 and dropped, (len(spam), len(dropped))
+
+
+SECRET = "hunter2-SECRET-value"
+SECRET_WORKFLOW = {
+    "name": "login_flow",
+    "description": "Logs in with a token.",
+    "parameters": {"type": "object", "properties": {"token": {"type": "string", "writeOnly": True}}},
+    "steps": [
+        {"id": "lower", "tool": "ts/echo", "arguments": {"text": "{{ params.token | lower }}"}},
+        {"id": "backwards", "tool": "ts/echo", "arguments": {"text": "{{ params.token | reverse }}"}},
+        {"id": "plain", "tool": "ts/echo", "arguments": {"text": "nothing secret"}},
+    ],
+}
+
+
+async def test_secrets_transformed_by_templates_never_reach_run_records(open_gateway: Any) -> None:
+    """A field whose template reads a secret parameter is secret too, whatever the template did to it."""
+    gateway = await open_gateway(
+        {
+            "backends": [stdio_backend()],
+            "composite_tools": [SECRET_WORKFLOW],
+            "gateway": {"record_direct_calls": True},
+        }
+    )
+    result = await gateway.call("login_flow", {"token": SECRET})
+    assert not result.is_error, result
+    records = await gateway.runs.list_runs(limit=50)
+    dumped = repr([record.to_dict() for record in records])
+    for form in (SECRET, SECRET.lower(), SECRET[::-1]):
+        assert form not in dumped, form
+    inner = [r for r in records if r.tool == "ts__echo"]
+    assert sorted(r.arguments["text"] for r in inner) == ["[redacted]", "[redacted]", "nothing secret"]

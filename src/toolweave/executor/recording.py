@@ -18,7 +18,7 @@ import mcp_types as types
 from toolweave.catalog.catalog import Entry
 from toolweave.results import toolweave_meta
 from toolweave.runs import RunRecord, RunStore, StepRecord, new_run_id
-from toolweave.secrets import redact_arguments
+from toolweave.secrets import DERIVED_SECRETS, redact_arguments
 
 logger = logging.getLogger("toolweave.executor")
 
@@ -39,7 +39,7 @@ def open_record(
         tool=entry.name,
         kind=entry.kind if entry.composite else "direct",
         tenant=tenant,
-        arguments=redact_arguments(arguments, entry.secrets),
+        arguments=redact_arguments(arguments, entry.secrets | DERIVED_SECRETS.get()),
     )
     return record, resume
 

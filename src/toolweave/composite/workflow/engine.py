@@ -242,12 +242,13 @@ class WorkflowRun:
         """Keep a finished step's outcome: its record for `_meta`, its view for later templates."""
         step = self.plan.steps[index]
         self.outcomes[index] = outcome
+        secret = _derives_secret(step)
         record = self.records[index] = StepRecord(
             id=step.id,
             status=outcome.status,
             attempts=outcome.attempts,
             latency_ms=round(latency_ms, 3),
-            output=outcome.output,
+            output=None if secret else outcome.output,
             error=outcome.error,
         )
         view = {
@@ -258,7 +259,9 @@ class WorkflowRun:
             "attempts": outcome.attempts,
         }
         self.views[step.id] = view
-        self.entries[step.id] = view
+        # what is checkpointed: a step computed from a secret parameter may have echoed it, so its
+        # output is not kept (a resumed run sees it completed, with an empty output)
+        self.entries[step.id] = {**view, "output": {}, "content": [], "redacted": True} if secret else view
         if outcome.status == "completed":
             self.workflow["step_count"] += 1
         return record
@@ -467,3 +470,9 @@ class WorkflowRun:
             return
         result.content.extend(partial.content)
         result.structured_content = partial.structured_content
+
+
+def _derives_secret(step: StepPlan) -> bool:
+    """Whether the step's call arguments are computed from a secret parameter."""
+    call = step.call if step.call is not None else (step.for_each.call if step.for_each is not None else None)
+    return call is not None and bool(call.secret_fields)

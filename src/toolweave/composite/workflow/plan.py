@@ -29,6 +29,8 @@ from toolweave.templates import (
     ValueTemplate,
     compile_template,
     compile_value,
+    iter_template_strings,
+    template_paths,
 )
 
 ELICIT_VALUE_KEY = "value"
@@ -64,6 +66,9 @@ class ToolCallPlan:
     timeout: float | None
     idempotent: bool = False
     """The target is read-only or says `idempotentHint: true`: safe to call again after a crash."""
+    secret_fields: frozenset[str] = frozenset()
+    """Argument fields whose templates read a secret parameter: secret themselves, whatever the
+    template does to the value (`|lower`, `|reverse`), so never recorded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +212,7 @@ def _compile_step(
         deps=tuple(sorted({index[dep] for dep in step.depends_on})),
     )
     if step.kind == "tool":
-        plan.call = _compile_call(step, resolved)
+        plan.call = _compile_call(step, resolved, defn)
     elif step.kind == "elicitation":
         plan.elicit = _compile_elicit(step, plan.timeout)
     else:
@@ -215,7 +220,7 @@ def _compile_step(
     return plan
 
 
-def _compile_call(step: StepDef, resolved: Mapping[str, ResolvedTool]) -> ToolCallPlan:
+def _compile_call(step: StepDef, resolved: Mapping[str, ResolvedTool], defn: WorkflowDef) -> ToolCallPlan:
     reference = step.tool or ""
     tool = resolved[reference]
     on_error = step.on_error
@@ -232,7 +237,22 @@ def _compile_call(step: StepDef, resolved: Mapping[str, ResolvedTool]) -> ToolCa
         retry=retry,
         timeout=step.timeout,
         idempotent=effective_hints(tool.tool).idempotent,
+        secret_fields=_derived_secrets(step.arguments, secret_fields(defn.parameters)),
     )
+
+
+def _derived_secrets(arguments: Mapping[str, Any] | None, secrets: frozenset[str]) -> frozenset[str]:
+    """The top-level argument fields whose templates read a secret parameter (or `params` whole)."""
+    if not arguments or not secrets:
+        return frozenset()
+    derived = set()
+    for field_name, value in arguments.items():
+        for _path, source in iter_template_strings(value):
+            paths = template_paths(source)
+            if any(p[:1] == ("params",) and (len(p) == 1 or p[1] in secrets) for p in paths):
+                derived.add(field_name)
+                break
+    return frozenset(derived)
 
 
 def _compile_elicit(step: StepDef, timeout: float) -> ElicitPlan:
@@ -270,7 +290,7 @@ def _compile_for_each(step: StepDef, resolved: Mapping[str, ResolvedTool], defn:
         item_var=step.item_var,
         max_parallel=step.max_parallel or defn.max_parallel,
         max_iterations=step.max_iterations,
-        call=_compile_call(inner, resolved),
+        call=_compile_call(inner, resolved, defn),
         continue_on_error=step.action == "continue",
     )
 

@@ -26,6 +26,7 @@ from toolweave.composite.workflow.plan import (
     ToolCallPlan,
 )
 from toolweave.results import joined_text
+from toolweave.secrets import DERIVED_SECRETS, redact_text, secret_values
 from toolweave.templates import TemplateError, coerce, copy_json, run_bounded
 
 logger = logging.getLogger(__name__)
@@ -117,13 +118,20 @@ def error_text(result: types.CallToolResult) -> str:
 
 
 async def call_once(ctx: RunContext, call: ToolCallPlan, arguments: dict[str, Any]) -> types.CallToolResult:
-    """One inner call; an exception from the executor becomes an error result (failures are values)."""
+    """One inner call; an exception from the executor becomes an error result (failures are values).
+
+    Fields computed from a secret parameter are secret for the inner call's record too
+    (`secrets.DERIVED_SECRETS`), whatever the template did to the value."""
+    derived = DERIVED_SECRETS.set(call.secret_fields) if call.secret_fields else None
     try:
         return await ctx.call(call.target, arguments)
     except Exception as error:
         logger.warning("inner call to %s raised %s", call.target, type(error).__name__, exc_info=True)
         message = f"the call to {call.target} raised {type(error).__name__}: {error}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+    finally:
+        if derived is not None:
+            DERIVED_SECRETS.reset(derived)
 
 
 async def call_with_retry(
@@ -152,8 +160,9 @@ async def run_call(
             result = await call_with_retry(ctx, call, arguments, attempts)
     except TimeoutError:
         return failed(f"timed out after {_seconds(timeout)} (attempt {attempts[0]})", attempts[0])
-    if result.is_error:
-        return failed(error_text(result), attempts[0])
+    if result.is_error:  # a backend may echo what it got: the derived secret values are hidden too
+        derived = secret_values(call.secret_fields, arguments)
+        return failed(redact_text(error_text(result), derived), attempts[0])
     content = [item.model_dump(by_alias=True, mode="json", exclude_none=True) for item in result.content]
     return StepOutcome(
         "completed", output=step_output(result), result=result, attempts=attempts[0], content=content
