@@ -192,3 +192,32 @@ async def test_a_timed_out_call_is_cancelled_on_the_client(sqlite_app) -> None:
         result["isError"]
         and "timed out after 0.5s (the client was told to cancel it)" in result["content"][0]["text"]
     )
+
+
+async def test_a_result_that_breaks_the_tools_output_schema_is_an_error(sqlite_app) -> None:
+    api, key = await federating_app(sqlite_app)
+    agent_key = await api.key("acme", "tools:read", "tools:call")
+    counted = {
+        **tool("count"),
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    }
+    async with served(api) as base, raw_client(base, key, "typed") as client:
+        assert (await client.register([counted]))["accepted"]
+        results = []
+        async with api.client(agent_key) as http:
+            for structured in ({"n": 3}, {"n": "three"}, None):
+                pending = asyncio.create_task(http.post("/api/v1/tools/typed__count/call", json={}))
+                call = await client.next_message()
+                answer: dict = {"content": [{"type": "text", "text": "counted"}]}
+                if structured is not None:
+                    answer["structuredContent"] = structured
+                await client.answer(call["id"], answer)
+                results.append((await pending).json())
+    good, wrong, missing = results
+    assert not good.get("isError") and good["structuredContent"] == {"n": 3}
+    assert (
+        wrong["isError"]
+        and "does not match the tool's outputSchema: n: 'three' is not of type 'integer'"
+        in wrong["content"][0]["text"]
+    )
+    assert missing["isError"] and "it has no structuredContent" in missing["content"][0]["text"]

@@ -20,6 +20,7 @@ from toolweave.backends.federated.manifest import Manifest, ToolMeta
 from toolweave.backends.federated.peer import PeerLost, RpcError
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
+from toolweave.schemas import compile_validator
 
 ProgressFn = Callable[[float, float | None, str | None], Any]
 
@@ -50,6 +51,8 @@ class FederatedBackend(Backend):
         self.manifest = manifest
         self.tools = list(manifest.tools)
         self.servers: list[Server] = []
+        self._output_checks: dict[str, Any] = {}
+        """Per tool: the validator of its `outputSchema` (None: it declares none), built on first use."""
         self._set_status("connected")
         self._ready.set()
 
@@ -113,10 +116,36 @@ class FederatedBackend(Backend):
         except RpcError as error:
             return error_result(f"federated client {server.label} rejected the call to {name!r}: {error}")
         try:
-            return types.CallToolResult.model_validate(raw, by_name=False)
+            result = types.CallToolResult.model_validate(raw, by_name=False)
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(map(str, first["loc"])) or "result"
             return error_result(
                 f"federated client {server.label} returned an invalid result for {name!r}: {where}: {first['msg']}"
             )
+        problem = self._output_problem(name, result)
+        if problem is not None:
+            return error_result(
+                f"federated client {server.label} returned a result for {name!r} that does not match "
+                f"the tool's outputSchema: {problem}"
+            )
+        return result
+
+    def _output_problem(self, name: str, result: types.CallToolResult) -> str | None:
+        """Why a successful result breaks the tool's declared `outputSchema` (as MCP clients check), if it does."""
+        if result.is_error:
+            return None
+        if name not in self._output_checks:
+            tool = next((t for t in self.tools if t.name == name), None)
+            schema = tool.output_schema if tool is not None else None
+            self._output_checks[name] = compile_validator(schema) if schema else None
+        validator = self._output_checks[name]
+        if validator is None:
+            return None
+        if result.structured_content is None:
+            return "it has no structuredContent"
+        error = next(iter(validator.iter_errors(result.structured_content)), None)
+        if error is None:
+            return None
+        where = ".".join(str(part) for part in error.absolute_path)
+        return f"{where or 'structuredContent'}: {error.message[:300]}"
