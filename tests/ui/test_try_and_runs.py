@@ -4,6 +4,7 @@ runs list and a run's page with its step timeline, and the backends page — in 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,18 @@ async def test_try_a_router_and_find_its_run(browser: Any, tmp_path: Path) -> No
         await page.click("nav >> text=Runs")
         await expect(page.locator("#runs tbody tr")).to_have_count(1)
         await expect(page.locator("#runs")).to_contain_text("smart_scraper")
+        two_days_ago = time.time() - 2 * 86_400
+        old = RunRecord(
+            id=new_run_id(), tool="smart_scraper", kind="router", status="completed", started_at=two_days_ago
+        )
+        await server.runtime.runs.start_run(old)
+        await page.goto(f"{server.url}/runs?tool=smart_scraper")
+        await expect(page.locator("#runs tbody tr")).to_have_count(2)
+        await page.goto(f"{server.url}/runs?since=24h&status=completed&tool=smart_scraper")
+        await expect(page.locator("#runs tbody tr")).to_have_count(1)
+        await expect(page.locator(f'tr[data-run="{old.id}"]')).to_have_count(0)
+        await page.goto(f"{server.url}/runs?status=failed")
+        await expect(page.locator(".empty")).to_have_text("No runs match.")
 
 
 async def test_try_shows_is_error_and_bad_arguments_at_their_field(browser: Any, tmp_path: Path) -> None:

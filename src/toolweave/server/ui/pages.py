@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,6 +22,8 @@ from toolweave.store import NotFound
 MAX_KEY_LENGTH = 512
 RUN_STATUSES = ("running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required")
 RUNS_SHOWN = 200
+SINCE = {"1h": 3600, "24h": 86_400, "7d": 7 * 86_400}
+"""The runs list's time filter: runs started within this window."""
 
 
 def _version_param(text: str | None, numbers: list[int], default: int) -> int:
@@ -124,6 +127,10 @@ class Pages:
         if tenant is None:  # the operator may narrow to one tenant
             tenant = (params.get("tenant") or "")[:200] or None
         records = await ctx.runtime.runs.list_runs(tenant=tenant, tool=tool, status=status, limit=RUNS_SHOWN)
+        since = params.get("since") or ""
+        if since in SINCE:
+            oldest = time.time() - SINCE[since]
+            records = [record for record in records if record.started_at >= oldest]
         return self.ui.render(
             ctx,
             "runs.html",
@@ -132,6 +139,8 @@ class Pages:
             status=status or "",
             tenant=tenant or "",
             statuses=RUN_STATUSES,
+            since=since if since in SINCE else "",
+            windows=list(SINCE),
         )
 
     async def run(self, ctx: PageContext, result: Any = None, problem: str = "") -> Response:
