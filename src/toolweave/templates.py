@@ -713,6 +713,8 @@ def _to_native(value: Any) -> Any:
 
 def _check_native_size(value: Any, source: str) -> None:
     """A lone `{{ expr }}` is held to the same output limit as rendered text (strings and items counted)."""
+    if not isinstance(value, str | list | dict):
+        return  # numbers, booleans, None: the common case, nothing to measure
     size = 0
     stack = [value]
     while stack:
