@@ -244,10 +244,17 @@ class Api:
 
 @pytest.fixture
 async def open_api(database: str, durable_server: str) -> AsyncIterator[Callable[..., Awaitable[Api]]]:
-    """`await open_api(require_auth=...)`: a started gateway app on the test's database."""
+    """`await open_api(require_auth=...)`: a started gateway app on the test's database.
+
+    Opening one stops those opened before (a restart with another config): a SQLite file is
+    served by one gateway at a time.
+    """
     opened: list[Api] = []
 
     async def open_(*, require_auth: bool, **sections: Any) -> Api:
+        for earlier in opened:
+            if earlier.runtime.started:
+                await earlier.runtime.close()
         cfg = parse_config({**gateway_config(database, durable_server), **sections})
         assert cfg is not None
         app = server_app(cfg, require_auth=require_auth)
@@ -257,7 +264,8 @@ async def open_api(database: str, durable_server: str) -> AsyncIterator[Callable
 
     yield open_
     for api in opened:
-        await api.runtime.close()
+        if api.runtime.started:
+            await api.runtime.close()
 
 
 @pytest.fixture
