@@ -1,9 +1,11 @@
 """`@modelcontextprotocol/server-everything` (npm, Node 22) as a stdio backend of a served gateway: its
 tools that ask the client mid-call (sampling, elicitation) reach the client whose call caused them, under
-namespaced names; skipped with the reason where Node 22 or npm is missing."""
+namespaced names, and its resource updates reach the connections that subscribed; skipped with the reason where Node 22 or npm is missing."""
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from typing import Any
 
 import mcp_types as types
@@ -53,3 +55,26 @@ async def test_its_requests_reach_the_calling_client(
         )
         declined = await client.call_tool("ev__trigger-elicitation-request", {})
         assert not declined.is_error and "declined" in text(declined).lower(), text(declined)
+
+
+async def test_resource_updates_reach_the_subscribers(
+    everything: dict[str, Any], open_gateway: OpenGateway, serve_gateway: ServeGateway
+) -> None:
+    gateway = await open_gateway({"backends": [everything]})
+    url = await serve_gateway(gateway)
+    updated: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updated.put_nowait(str(root.params.uri))
+
+    async with Client(url, mode="legacy", message_handler=on_message) as client:
+        assert client.server_capabilities.resources.subscribe  # the backend offers it, so the gateway does
+        uri = str((await client.list_resources()).resources[0].uri)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.subscribe_resource(uri)
+        assert not (await client.call_tool("ev__toggle-subscriber-updates", {})).is_error
+        async with asyncio.timeout(20):  # the server sends them every 5 s
+            assert await updated.get() == uri

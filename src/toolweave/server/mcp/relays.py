@@ -165,13 +165,15 @@ class Relays:
             raise MCPError(code=-32002, message=f"unknown resource {uri!r}")
         if not _offers(backend, "subscribe"):
             raise method_not_found()
-        session = ctx.session
+        connection = _connection(ctx)  # the client's connection: a request's session ends with the request
+        if connection is None:
+            raise method_not_found()  # 2026-07-28 has no resources/subscribe (it has subscriptions/listen)
         subscribers = self._subscribers.setdefault(uri, weakref.WeakSet())
         if subscribe:
             self._watch(backend)
-            subscribers.add(session)
+            subscribers.add(connection)
         else:
-            subscribers.discard(session)
+            subscribers.discard(connection)
         if subscribe or not subscribers:  # the backend stops sending only when nobody listens any more
             try:
                 await backend.subscribe_resource(uri, subscribe)
@@ -186,17 +188,17 @@ class Relays:
             self._watched[backend.name] = backend.on_resource_updated(self._updated)
 
     def _updated(self, uri: str) -> None:
-        for session in list(self._subscribers.get(uri, ())):
-            task = asyncio.get_running_loop().create_task(self._send_update(session, uri))
+        for connection in list(self._subscribers.get(uri, ())):
+            task = asyncio.get_running_loop().create_task(self._send_update(connection, uri))
             self._sends.add(task)
             task.add_done_callback(self._sends.discard)
 
-    async def _send_update(self, session: Any, uri: str) -> None:
+    async def _send_update(self, connection: Any, uri: str) -> None:
         try:
-            await session.send_resource_updated(uri)
+            await connection.send_resource_updated(uri)
         except Exception:  # noqa: BLE001 - a closed connection is simply forgotten
             for subscribers in self._subscribers.values():
-                subscribers.discard(session)
+                subscribers.discard(connection)
 
     def close(self) -> None:
         for undo in self._watched.values():
