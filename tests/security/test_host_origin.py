@@ -9,11 +9,14 @@ that is not the gateway's own.
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
 from support.api import GREETER, AppFactory
 from support.configs import python_backend
+from support.serving import serve_asgi
 
 API = "/api/v1"
 MCP_INIT = {
@@ -108,3 +111,34 @@ def test_bad_allowed_host_entries_are_config_errors() -> None:
         parse_config({"gateway": {"allowed_hosts": ["http://x.example/"], "allowed_origins": ["x.example"]}})
     text = str(caught.value)
     assert "allowed_hosts" in text and "allowed_origins" in text
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [({"Host": "attacker.example:8080"}, "attacker.example"), ({"Origin": "https://evil.example"}, "origin")],
+)
+async def test_a_websocket_from_a_rebound_host_or_foreign_origin_is_closed_with_the_reason(
+    sqlite_app: AppFactory, headers: dict[str, str], reason: str
+) -> None:
+    """The federation socket goes through the same check; the refusal must be a WebSocket close, which
+    the server turns into a 403 for the handshake, not an HTTP reply written onto a WebSocket."""
+    api = await sqlite_app({"backends": [python_backend()]})
+    async with serve_asgi(api.app, lifespan="off") as base:
+        host, port = base.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        fields = {
+            "Host": f"{host}:{port}",
+            "Upgrade": "websocket",
+            "Connection": "Upgrade",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Version": "13",
+            **headers,
+        }
+        request = f"GET {API}/federation?namespace=x HTTP/1.1\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in fields.items()
+        )
+        writer.write((request + "\r\n").encode())
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 10)
+        writer.close()
+    assert status.split()[1] == b"403", status

@@ -29,6 +29,10 @@ LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 MAX_HEADER_CHARS = 200
 """A Host or Origin quoted in an error is clipped to this."""
+POLICY_VIOLATION = 1008
+"""The WebSocket close code for a refused handshake (the server answers it with HTTP 403)."""
+WEBSOCKET_REASON_BYTES = 123
+"""The longest close reason a WebSocket frame can carry."""
 
 
 def is_loopback_bind(host: str) -> bool:
@@ -108,14 +112,26 @@ class HostOriginMiddleware:
         host, origin = _headers(scope)
         refusal = self.rules.host_refusal(host)
         if refusal is not None:
-            await deny(send, 421, "misdirected_request", refusal)
+            await _refuse(scope, send, 421, "misdirected_request", refusal)
             return
         scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
         refusal = self.rules.origin_refusal(origin, scheme, host)
         if refusal is not None:
-            await deny(send, 403, "forbidden_origin", refusal)
+            await _refuse(scope, send, 403, "forbidden_origin", refusal)
             return
         await self.app(scope, receive, send)
+
+
+async def _refuse(scope: Scope, send: Send, status: int, code: str, message: str) -> None:
+    """An HTTP error for a request; for a WebSocket handshake a close, which the server answers with 403.
+
+    ASGI has no HTTP reply on a WebSocket scope (without an extension), so writing one there is a 500.
+    """
+    if scope["type"] == "websocket":
+        reason = message.encode()[:WEBSOCKET_REASON_BYTES].decode(errors="ignore")
+        await send({"type": "websocket.close", "code": POLICY_VIOLATION, "reason": reason})
+        return
+    await deny(send, status, code, message)
 
 
 def _headers(scope: Scope) -> tuple[str | None, str | None]:
