@@ -2,18 +2,24 @@
 
 __version__ = "0.1.0"
 
+import importlib
 from typing import Any
 
-from toolweave.backends.python import tool
-from toolweave.gateway import Gateway
+_HOMES = {
+    "Gateway": "toolweave.gateway",
+    "tool": "toolweave.backends.python",
+    # the client side of federated tools needs `websockets`
+    "FederatedClient": "toolweave.backends.federated.client",
+    "federated_tool": "toolweave.backends.federated.client",
+}
 
 __all__ = ["FederatedClient", "Gateway", "__version__", "federated_tool", "tool"]
 
 
 def __getattr__(name: str) -> Any:
-    """The client side of federated tools, imported when first used (it needs `websockets`)."""
-    if name in ("FederatedClient", "federated_tool"):
-        from toolweave.backends.federated import client
-
-        return getattr(client, name)
-    raise AttributeError(f"module 'toolweave' has no attribute {name!r}")
+    """Imported when first used: `import toolweave` (and so every CLI command) stays cheap; the
+    gateway pulls in the MCP SDK, which alone takes about a second to import."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'toolweave' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

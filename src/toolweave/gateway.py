@@ -73,6 +73,7 @@ class Gateway:
             admission=Admission(config.policy.read_width, config.policy.concurrent_width),
             resolve_backend=backend_resolver,
             observe=call_observer,
+            startup_wait=self._wait_for_first_connections,
         )
         """What every executor of this gateway reads (its catalog is swapped on each rebuild)."""
         self._listeners: list[ToolsChanged] = []
@@ -80,6 +81,7 @@ class Gateway:
         self._templates: list[tuple[types.ResourceTemplate, Backend]] = []
         self._prompts: dict[str, tuple[types.Prompt, Backend, str]] = {}
         self._rebuild_pending = False
+        self._reported_issues: list[Any] = []
         self._executor: ToolExecutor | None = None
         self._started = False
         self.federation = Federation(
@@ -118,6 +120,18 @@ class Gateway:
         self._started = True
         self.rebuild()
 
+    async def _wait_for_first_connections(self) -> bool:
+        """Wait until every backend still on its first connection attempt has finished it (at most
+        gateway.startup_timeout) and the catalog has been rebuilt; True when there was one to wait for."""
+        starting = [backend for backend in self.backends.values() if backend.status == "starting"]
+        if not starting:
+            return False
+        timeout = self.config.gateway.startup_timeout
+        await asyncio.gather(*(backend.wait_ready(timeout) for backend in starting))
+        if self._rebuild_pending:  # their status change scheduled one for the next loop turn: now
+            self.rebuild()
+        return True
+
     async def stop(self) -> None:
         await self.federation.close(GOING_AWAY, "the gateway is shutting down")
         await asyncio.gather(*(backend.stop() for backend in self.backends.values()), return_exceptions=True)
@@ -147,9 +161,7 @@ class Gateway:
         catalog = Catalog.build(self.config, backends, definitions, owners=owners)
         self.registry.catalog = catalog
         self._index_resources_and_prompts()
-        for issue in catalog.issues:
-            if issue not in old.issues:
-                logger.warning("catalog: %s", issue)
+        self._report_issues(catalog)
         if _listing_key(old.listed) != _listing_key(catalog.listed):
             for listener in list(self._listeners):
                 try:
@@ -157,6 +169,16 @@ class Gateway:
                 except Exception:
                     logger.exception("tools-changed listener failed")
         return catalog
+
+    def _report_issues(self, catalog: Catalog) -> None:
+        """Log each new catalog problem once, but not while backends are still connecting for the first
+        time: a composite that names a tool of a backend not up yet is not a problem yet."""
+        if any(backend.status == "starting" for backend in self.backends.values()):
+            return
+        for issue in catalog.issues:
+            if issue not in self._reported_issues:
+                logger.warning("catalog: %s", issue)
+        self._reported_issues = list(catalog.issues)
 
     def _index_resources_and_prompts(self) -> None:
         """Resources keep their URIs (routed by URI); names and prompt names are namespaced like tools."""

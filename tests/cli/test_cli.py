@@ -247,7 +247,8 @@ async def test_serve_over_http(write_config: WriteConfig, tmp_path: Path, gatewa
     port = free_port()
     marker = f"tw-serve-{tmp_path.name}"
     backends = [stdio_backend(env={"TESTSERVER_NAME": marker}), python_backend()]
-    path = write_config({"gateway": gateway, "backends": backends})
+    # serve listens before its backends are up; a call waits for them up to startup_timeout
+    path = write_config({"gateway": {**gateway, "startup_timeout": "60s"}, "backends": backends})
     process = subprocess.Popen(  # noqa: ASYNC220 - Popen only starts the process; it does not wait
         [str(TOOLWEAVE), "serve", "--port", str(port), "-c", str(path)],
         env=subprocess_env(),

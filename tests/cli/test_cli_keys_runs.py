@@ -106,7 +106,7 @@ def test_export_one_or_all_and_unknown_formats(write_config: WriteConfig, databa
     )
     one = cli("export", "hello_all", "--format", "openai", "-c", str(path))
     assert one.exit_code == 0, one.output
-    tool = json.loads(one.stdout)
+    [tool] = json.loads(one.stdout)  # always a list, one tool or all
     assert tool["function"]["name"] == "hello_all" and "# Required inputs" in tool["function"]["description"]
 
     async def store_one() -> None:  # as if created through the API, by a tenant and shared

@@ -371,3 +371,22 @@ def test_parse_config_collects_into_a_given_list() -> None:
     issues: list = []
     assert parse_config({"backends": [{"name": "x"}], "extra": 1}, issues=issues) is None
     assert {issue.path for issue in issues} == {"backends[0]", "extra"}
+
+
+def test_a_missing_file_says_how_to_name_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "toolweave.toml")
+    message = str(caught.value)
+    assert "-c/--config FILE" in message and "TOOLWEAVE_CONFIG" in message and "examples/demo.toml" in message
+
+
+def test_an_unquoted_variable_in_toml_says_to_quote_it(
+    write_config: WriteConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_config("[gateway]\nport = ${TW_PORT:-18120}\n", ".toml")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert 'quote it, port = "${TW_PORT:-18120}"' in str(caught.value)
+    quoted = write_config('[gateway]\nport = "${TW_PORT:-18120}"\n', ".toml")
+    monkeypatch.delenv("TW_PORT", raising=False)
+    assert load_config(quoted).gateway.port == 18120  # a number is still read as one

@@ -238,6 +238,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on this port")
     args = parser.parse_args()
+    time.sleep(float(os.environ.get("TESTSERVER_START_DELAY", "0")))  # a backend that is slow to come up
     if args.http is None:
         server.run("stdio")
     else:

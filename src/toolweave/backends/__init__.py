@@ -1,26 +1,47 @@
-"""Backends: where tools come from (MCP over stdio or HTTP, in-process Python, HTTP APIs)."""
+"""Backends: MCP servers (stdio, streamable HTTP), in-process Python functions, HTTP APIs.
 
-from toolweave.backends.base import Backend, BackendStatus
-from toolweave.backends.http import HttpApiBackend
-from toolweave.backends.mcp import MCPBackend
-from toolweave.backends.python import PythonBackend, tool
-from toolweave.config.models import BackendConfig
+`create_backend` picks the kind from the config. The names are imported when first used: reading
+or checking a config offline must not load the MCP SDK (about a second of imports).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolweave.backends.base import Backend
+    from toolweave.config.models import BackendConfig
+
+_HOMES = {
+    "Backend": "base",
+    "BackendStatus": "base",
+    "HttpApiBackend": "http.backend",
+    "MCPBackend": "mcp",
+    "PythonBackend": "python",
+    "tool": "python",
+}
 
 
 def create_backend(config: BackendConfig, **options: object) -> Backend:
     if config.python:
+        from toolweave.backends.python import PythonBackend
+
         return PythonBackend(config)
     if config.is_http_api:
+        from toolweave.backends.http.backend import HttpApiBackend
+
         return HttpApiBackend(config)
+    from toolweave.backends.mcp import MCPBackend
+
     return MCPBackend(config, **options)  # type: ignore[arg-type]
 
 
-__all__ = [
-    "Backend",
-    "BackendStatus",
-    "HttpApiBackend",
-    "MCPBackend",
-    "PythonBackend",
-    "create_backend",
-    "tool",
-]
+__all__ = ["create_backend", *sorted(_HOMES)]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -9,16 +9,15 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolweave.config.loader import default_config_path, load_config
-from toolweave.config.models import Config
-from toolweave.problems import ConfigError
+if TYPE_CHECKING:  # the config models are imported by the commands that read a config, not by --help
+    from toolweave.config.models import Config
 
 T = TypeVar("T")
 out = Console()
@@ -40,6 +39,9 @@ DatabaseOption = Annotated[
 
 
 def load_config_or_exit(path: Path | None) -> Config:
+    from toolweave.config.loader import default_config_path, load_config
+    from toolweave.problems import ConfigError
+
     try:
         return load_config(path)
     except ConfigError as error:

@@ -11,6 +11,8 @@ import typer
 from rich.markup import escape
 
 from toolweave.cli.common import ConfigOption, err, load_config_or_exit, quiet_logging
+from toolweave.cli.running import GatewayError, LocalOption, UrlOption, find_gateway
+from toolweave.cli.tools import fail, said_which
 from toolweave.export import FORMATS
 
 
@@ -22,8 +24,11 @@ def export_command(
         str | None, typer.Option("--tenant", help="Include this tenant's API-defined tools.")
     ] = None,
     config: ConfigOption = None,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
-    """Print tool definitions as JSON in an agent framework's format (composites with their mini-prompts)."""
+    """Print tool definitions as a JSON list in an agent framework's format (composites with their
+    mini-prompts): one tool's definition is a list of one."""
     if format not in FORMATS:
         err.print(f"[red]unknown format {escape(format)!r}[/]; valid formats: {', '.join(FORMATS)}")
         raise typer.Exit(2)
@@ -31,14 +36,32 @@ def export_command(
         err.print("[red]give a tool NAME or --all[/] (not both)")
         raise typer.Exit(2)
 
-    cfg = load_config_or_exit(config)
+    running = find_gateway(config, url, local) if tenant is None else None
+    if running is not None:
+        said_which(running)
+        try:
+            exported = running.get("/api/v1/export", {"format": format, "name": [name] if name else []})[
+                "tools"
+            ]
+        except GatewayError as error:
+            fail(error)
+    else:
+        exported = _exported_here(config, name, format, tenant, local)
+    json.dump(exported, sys.stdout, indent=2, ensure_ascii=False)
+    print()
+
+
+def _exported_here(
+    config: object, name: str | None, format: str, tenant: str | None, local: bool
+) -> list[object]:
+    cfg = load_config_or_exit(config)  # type: ignore[arg-type]
     quiet_logging("error")
+    if tenant is None:
+        said_which(None, local)
     from toolweave.services.offline import export_offline
 
     try:
-        exported = asyncio.run(export_offline(cfg, name, format, tenant))
+        return asyncio.run(export_offline(cfg, name, format, tenant))
     except LookupError as error:
         err.print(f"[red]{escape(str(error))}[/]", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
-    json.dump(exported if name is None else exported[0], sys.stdout, indent=2, ensure_ascii=False)
-    print()

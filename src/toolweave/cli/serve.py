@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+import errno
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from toolweave.cli.common import ConfigOption, err, load_config_or_exit, print_backends
-from toolweave.config.models import Config
+from toolweave.cli.running import forget_serving, record_serving
+
+if TYPE_CHECKING:
+    from toolweave.config.models import Config
 
 
 def serve(
@@ -41,11 +47,12 @@ def serve(
             "[bold]toolweave keys create[/], or bind 127.0.0.1."
         )
         raise typer.Exit(2)
+    listener = listen_or_exit(bind, port if port is not None else cfg.gateway.port, port is not None)
     _serve_logging(cfg, log_json)
     from toolweave.store import StoreError
 
     try:
-        asyncio.run(_serve_http(cfg, bind, port if port is not None else cfg.gateway.port, require_auth))
+        asyncio.run(_serve_http(cfg, listener, require_auth))
     except (StoreError, ValueError, OSError) as error:  # an unreachable database: say so, no traceback
         err.print(f"[red]cannot start:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
@@ -58,21 +65,62 @@ def _serve_logging(cfg: Config, log_json: bool) -> None:
     configure_logging(cfg.gateway.log_level, json_lines=log_json or cfg.gateway.log_format == "json")
 
 
-async def _serve_http(cfg: Config, host: str, port: int, require_auth: bool) -> None:
+def listen_or_exit(host: str, port: int, from_option: bool) -> socket.socket:
+    """The listening socket, opened before anything else: a busy port is reported at once, naming
+    `--port`, instead of after every backend has connected."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as error:
+        sock.close()
+        where = "--port" if from_option else "gateway.port in the config"
+        if error.errno == errno.EADDRINUSE:
+            reason = f"port {port} on {host} is already in use (another toolweave serve?)"
+        else:
+            reason = f"cannot listen on {host}:{port}: {error.strerror or error}"
+        err.print(
+            f"[red]{escape(reason)}[/]. Choose another port with [bold]--port N[/] "
+            f"(this one came from {where}; --port 0 picks a free one).",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
+    return sock
+
+
+async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool) -> None:
     import uvicorn
 
+    from toolweave.config.loader import default_config_path
     from toolweave.server.app import build_http_app
 
-    app, gateway = await build_http_app(cfg, host=host, require_auth=require_auth)
-    print_backends(gateway.describe_backends(), err)
-    err.print(f"toolweave {len(gateway.list_tools())} tools · MCP at [bold]http://{host}:{port}/mcp[/]")
+    host, port = listener.getsockname()[:2]
+    app, gateway = await build_http_app(cfg, host=host, require_auth=require_auth, wait_for_backends=False)
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    err.print(
+        f"toolweave listening · MCP at [bold]{url}/mcp[/] · REST at {url}/api/v1 · "
+        f"{len(gateway.backends)} backend(s) connecting",
+        soft_wrap=True,
+    )
     if cfg.ui.enabled:
-        err.print(f"web UI at [bold]http://{host}:{port}/[/] · API docs at http://{host}:{port}/docs")
-    server = uvicorn.Server(
+        err.print(f"web UI at [bold]{url}/[/] · API docs at {url}/docs", soft_wrap=True)
+    announce_backends(gateway)
+    local_host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    local_url = f"http://{local_host if ':' not in local_host else f'[{local_host}]'}:{port}"
+    state = record_serving(Path(cfg.source or default_config_path()), local_url)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            # here, not after serve(): uvicorn re-raises SIGTERM/SIGINT once serve() has returned
+            forget_serving(state)  # `tools`, `call`, `export` start their own backends again
+            await super().shutdown(sockets)
+
+    server = Server(
         uvicorn.Config(
             app,
-            host=host,
-            port=port,
             log_level="warning",
             lifespan="on",
             http="httptools",
@@ -80,7 +128,39 @@ async def _serve_http(cfg: Config, host: str, port: int, require_auth: bool) -> 
             ws_max_size=2 * cfg.federation.max_frame_bytes,
         )
     )
-    await server.serve()
+    try:
+        await server.serve(sockets=[listener])
+    finally:
+        forget_serving(state)
+
+
+def announce_backends(gateway: Any) -> None:
+    """Print each backend when its first connection attempt ends (and whenever its status changes
+    after), while the gateway already serves: its tools appear, with `list_changed`, as it connects."""
+    shown: dict[str, str] = {}
+
+    def show(backend: Any) -> None:
+        before = shown.get(backend.name)
+        if backend.status in ("starting", "stopped") or before == backend.status:
+            return
+        if backend.status == "reconnecting" and before == "failed":  # still failing: said already
+            return
+        shown[backend.name] = backend.status
+        described = backend.describe()
+        if backend.status == "connected":
+            line = (
+                f"  [green]✓[/] {escape(backend.name)} ({described['transport']}): {described['tools']} tools"
+            )
+        else:
+            reason = escape(backend.last_error or backend.status)
+            line = (
+                f"  [red]✗[/] {escape(backend.name)} ({described['transport']}): {backend.status}: {reason}"
+            )
+        err.print(line, highlight=False, soft_wrap=True)
+
+    for backend in gateway.backends.values():
+        show(backend)
+        backend.on_change(show)
 
 
 async def _serve_stdio(cfg: Config) -> None:

@@ -1,55 +1,82 @@
-"""`toolweave tools` and `toolweave call`: the gateway in this process, for one listing or one call."""
+"""`toolweave tools` and `toolweave call`: through the gateway running for the config when there is one
+(`cli/running.py`), else the gateway in this process, for one listing or one call. The output is the
+same either way; a line on stderr says which was used."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from toolweave.cli.common import ConfigOption, JsonOption, err, load_config_or_exit, out, quiet_logging
+from toolweave.cli.running import GatewayError, LocalOption, Running, UrlOption, find_gateway
 from toolweave.cli.serve import open_run_store_or_warn
 
 
-def tools(config: ConfigOption = None, as_json: JsonOption = False) -> None:
+def tools(
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    local: LocalOption = False,
+) -> None:
     """List every tool the gateway serves."""
+    running = find_gateway(config, url, local)
+    listed = _listed_by(running) if running is not None else _listed_here(config, local)
+    if as_json:
+        print(json.dumps(listed, indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"{len(listed)} tools", title_justify="left")
+    table.add_column("name", no_wrap=True, overflow="fold")
+    table.add_column("description")
+    for tool in listed:
+        table.add_row(tool["name"], escape((tool.get("description") or "").split("\n")[0][:100]))
+    out.print(table)
+
+
+def _listed_by(running: Running) -> list[dict[str, Any]]:
+    said_which(running)
+    try:
+        listed = running.get("/api/v1/tools")["tools"]
+        warn_missing(running.get("/api/v1/backends")["backends"])
+    except GatewayError as error:
+        fail(error)
+    return listed
+
+
+def _listed_here(config: Any, local: bool) -> list[dict[str, Any]]:
     cfg = load_config_or_exit(config)
     quiet_logging("error")
+    said_which(None, local)
 
-    async def run() -> list[Any]:
+    async def run() -> list[dict[str, Any]]:
         from toolweave.gateway import Gateway
 
         async with Gateway(cfg) as gateway:
-            for backend in gateway.describe_backends():
-                if backend["status"] != "connected":  # its tools are missing from the list: say why
-                    problem = f"backend {backend['name']!r} is {backend['status']}: {backend['last_error']}"
-                    err.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-            return gateway.list_tools()
+            warn_missing(gateway.describe_backends())
+            return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in gateway.list_tools()]
 
-    listed = asyncio.run(run())
-    if as_json:
-        print(
-            json.dumps(
-                [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in listed], indent=2
-            )
-        )
-        return
-    table = Table(title=f"{len(listed)} tools", title_justify="left")
-    table.add_column("name", no_wrap=True)
-    table.add_column("description")
-    for tool in listed:
-        table.add_row(tool.name, (tool.description or "").split("\n")[0][:100])
-    out.print(table)
+    return asyncio.run(run())
+
+
+def warn_missing(backends: list[dict[str, Any]]) -> None:
+    """The backends whose tools are missing from the list (not connected, or still connecting), and why."""
+    for backend in backends:
+        if backend["status"] != "connected":
+            why = backend.get("last_error") or "its first connection attempt has not finished"
+            problem = f"backend {backend['name']!r} is {backend['status']}: {why}"
+            err.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
 
 
 def call(
     name: Annotated[str, typer.Argument(help="Exposed tool name, e.g. github__search")],
     args_json: Annotated[str, typer.Argument(help="Arguments as a JSON object")] = "{}",
     config: ConfigOption = None,
-    as_json: JsonOption = True,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
     """Call a tool and print the CallToolResult as JSON; exit 1 when it is an error."""
     try:
@@ -60,8 +87,34 @@ def call(
     if not isinstance(arguments, dict):
         err.print(f"[red]ARGS_JSON must be a JSON object[/], got {type(arguments).__name__}")
         raise typer.Exit(2)
+    running = find_gateway(config, url, local)
+    result = (
+        _called_by(running, name, arguments)
+        if running is not None
+        else _called_here(config, name, arguments, local)
+    )
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    raise typer.Exit(1 if result.get("isError") else 0)
+
+
+def _called_by(running: Running, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from urllib.parse import quote
+
+    said_which(running)
+    try:
+        answer = running.post(f"/api/v1/tools/{quote(name, safe='')}/call", arguments)
+    except GatewayError as error:
+        if error.status != 404:
+            fail(error)
+        # an unknown tool: the same isError result a call in this process prints
+        return {"content": [{"type": "text", "text": str(error)}], "isError": True, "resultType": "complete"}
+    return {key: value for key, value in answer.items() if value is not None}
+
+
+def _called_here(config: Any, name: str, arguments: dict[str, Any], local: bool) -> dict[str, Any]:
     cfg = load_config_or_exit(config)
     quiet_logging("error")
+    said_which(None, local)
 
     async def run() -> Any:
         from toolweave.gateway import Gateway
@@ -76,6 +129,23 @@ def call(
 
     from toolweave.results import result_to_dict
 
-    result = asyncio.run(run())
-    print(json.dumps(result_to_dict(result), indent=2, ensure_ascii=False))
-    raise typer.Exit(1 if result.is_error else 0)
+    return result_to_dict(asyncio.run(run()))
+
+
+def said_which(running: Running | None, local: bool = False) -> None:
+    """One line on stderr: which gateway answered (stdout stays the same either way)."""
+    if running is not None:
+        message = f"via {escape(running.how)}"
+    elif local:
+        message = "--local: starting the backends in this process"
+    else:
+        message = (
+            "no gateway running for this config: starting its backends in this process "
+            "(`toolweave serve` keeps them running and this command then uses it)"
+        )
+    err.print(f"[dim]{message}[/]", highlight=False, soft_wrap=True)
+
+
+def fail(error: GatewayError) -> NoReturn:
+    err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)

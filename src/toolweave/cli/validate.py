@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from toolweave.cli.common import ConfigOption, err, out, print_problem, quiet_logging
-from toolweave.config.loader import default_config_path
-from toolweave.config.models import Config
-from toolweave.problems import Problem
+
+if TYPE_CHECKING:
+    from toolweave.config.models import Config
+    from toolweave.problems import Problem
 
 
 def validate(
@@ -29,11 +30,14 @@ def validate(
     problems AND those only the live backends reveal (unknown tools, schema
     conflicts, name clashes), checked for every definition that parsed.
     """
+    from toolweave.config.loader import default_config_path
+
     path = config if config is not None else default_config_path()
     cfg, static, paths = _load_for_validation(path)
     problems = [str(issue) for issue in static]
     warnings: list[Problem] = []
-    if cfg is not None and offline:
+    if cfg is not None and offline and any(backend.openapi for backend in cfg.backends):
+        # only OpenAPI documents have offline checks; their imports (an HTTP client) cost ~0.2 s
         from toolweave.backends.http.check import offline_checks
 
         more, warnings = offline_checks(cfg.backends)
@@ -69,6 +73,7 @@ def _load_for_validation(path: Path) -> tuple[Config | None, list[Any], list[str
     report the rest in the same run.
     """
     from toolweave.config.loader import expand_env, load_composites, parse_config, read_document
+    from toolweave.problems import Problem
 
     issues: list[Problem] = []
     raw = read_document(path, issues)
@@ -92,6 +97,7 @@ async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Prob
     """
     from toolweave.backends.http.check import live_checks
     from toolweave.gateway import Gateway
+    from toolweave.problems import Problem
 
     problems: list[Problem] = []
     async with Gateway(cfg) as gateway:

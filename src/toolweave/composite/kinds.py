@@ -9,23 +9,23 @@ definition means the same thing wherever it comes from.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from toolweave.composite.base import BuildError, Composite, ToolResolver
 from toolweave.composite.definition import CompositeBase, ToolReference
-from toolweave.composite.fanout import build_fanout
 from toolweave.composite.fanout.config import FanoutDef
-from toolweave.composite.router import build_router
 from toolweave.composite.router.config import RouterDef
-from toolweave.composite.workflow import build_workflow
 from toolweave.composite.workflow.config import WorkflowDef
 from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND, translate_toolhive
 from toolweave.composite.workflow.validation import workflow_problems
 from toolweave.problems import Problem, join_path, problems_from_validation
+
+if TYPE_CHECKING:
+    from toolweave.composite.base import Composite, ToolResolver
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,13 +33,21 @@ class Kind:
     model: type[CompositeBase]
     check: Callable[[Any], list[Problem]]
     """The definition's own problems (no catalog needed), paths relative to it."""
-    build: Callable[[Any, ToolResolver], Composite]
+    builder: str
+    """`module:function` of the builder, imported at the first build: reading a config needs only the
+    models, and the builders pull in the MCP types and the engines (`toolweave --help` stays fast)."""
+
+    def build(self, definition: Any, resolver: ToolResolver) -> Composite:
+        module, function = self.builder.split(":")
+        return getattr(importlib.import_module(module), function)(definition, resolver)
 
 
 KINDS: dict[str, Kind] = {
-    "fanout": Kind(FanoutDef, lambda _model: [], build_fanout),
-    "router": Kind(RouterDef, lambda model: model.static_issues(), build_router),
-    "workflow": Kind(WorkflowDef, workflow_problems, build_workflow),
+    "fanout": Kind(FanoutDef, lambda _model: [], "toolweave.composite.fanout.build:build_fanout"),
+    "router": Kind(
+        RouterDef, lambda model: model.static_issues(), "toolweave.composite.router.build:build_router"
+    ),
+    "workflow": Kind(WorkflowDef, workflow_problems, "toolweave.composite.workflow.build:build_workflow"),
 }
 
 
@@ -92,6 +100,8 @@ def build_composite(definition: Any, resolver: ToolResolver) -> Composite:
     """Build a validated definition against a catalog; BuildError lists every problem."""
     found = KINDS.get(getattr(definition, "kind", ""))
     if found is None:
+        from toolweave.composite.base import BuildError
+
         raise BuildError([Problem("kind", f"unknown composite kind {definition.kind!r}")])
     return found.build(definition, resolver)
 

@@ -17,6 +17,7 @@ and `{file: /dev/zero}` read until `MemoryError`. So:
 
 from __future__ import annotations
 
+import re
 import stat
 import tomllib
 from pathlib import Path
@@ -122,7 +123,13 @@ def _read_text(file: Path, issues: list[Problem]) -> str | None:
     try:
         info = file.stat()
     except FileNotFoundError:
-        issues.append(Problem("", f"config file not found: {file}"))
+        issues.append(
+            Problem(
+                "",
+                f"config file not found: {file} (name the config with -c/--config FILE or the "
+                "TOOLWEAVE_CONFIG environment variable; the bundled demo is examples/demo.toml)",
+            )
+        )
         return None
     except OSError as error:
         issues.append(Problem("", f"cannot read {file}: {error}"))
@@ -153,12 +160,25 @@ def _toml(text: str, file: Path, issues: list[Problem]) -> list[Any]:
         issues.append(Problem("", f"TOML in {file} refused: it is nested too deeply"))
         return []
     except ValueError as error:  # TOMLDecodeError, and integers past Python's digit limit
-        issues.append(Problem("", f"invalid TOML in {file}: {error}"))
+        issues.append(Problem("", f"invalid TOML in {file}: {error}{_unquoted_variable_hint(text, error)}"))
         return []
     if _too_deep(document, MAX_DEPTH):
         issues.append(Problem("", f"TOML in {file} refused: it is nested more than {MAX_DEPTH} levels deep"))
         return []
     return [document]
+
+
+def _unquoted_variable_hint(text: str, error: Exception) -> str:
+    """`port = ${PORT:-8080}` is not TOML: say that `${VAR}` goes inside a string (numbers are converted)."""
+    match = re.search(r"at line (\d+)", str(error))
+    lines = text.splitlines()
+    if match is None or not 0 < int(match.group(1)) <= len(lines):
+        return ""
+    found = re.search(r"^\s*([\w.-]+)\s*=\s*(\$\{[^}]*\})", lines[int(match.group(1)) - 1])
+    if found is None:
+        return ""
+    key, variable = found.groups()
+    return f'. `${{VAR}}` is expanded inside strings only: quote it, {key} = "{variable}" (a number is still read as one)'
 
 
 def _too_deep(value: Any, limit: int) -> bool:

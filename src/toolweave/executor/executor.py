@@ -63,6 +63,9 @@ class ToolExecutor:
             arguments = {}
         catalog = self.registry.catalog
         entry = catalog.entries.get(name)
+        if entry is None and not catalog.is_search_tool(name) and await self._waited_for_startup():
+            catalog = self.registry.catalog  # rebuilt with the backends that came up meanwhile
+            entry = catalog.entries.get(name)
         if entry is None or not entry.listed_to(self.session.tenant):
             if entry is None and catalog.is_search_tool(name):
                 return await search_mode.answer(
@@ -230,6 +233,11 @@ class ToolExecutor:
         return await entry.composite.run(arguments, context)
 
     # -- unknown names ---------------------------------------------------------
+
+    async def _waited_for_startup(self) -> bool:
+        """An unknown name may belong to a backend still connecting for the first time: wait for those."""
+        wait = self.registry.startup_wait
+        return wait is not None and await wait()
 
     def _unknown(self, name: str, catalog: Catalog) -> types.CallToolResult:
         down = catalog.unavailable(name)

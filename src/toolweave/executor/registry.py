@@ -26,6 +26,10 @@ BackendResolver = Callable[[Backend, Session], Awaitable[Backend]]
 CallObserver = Callable[[Entry, types.CallToolResult, float, str | None], None]
 """`(entry, result, seconds, the caller's tenant)`, told after every call the executor dispatched; must be
 cheap and never raise."""
+StartupWait = Callable[[], Awaitable[bool]]
+"""Waits (bounded) until every backend still making its first connection attempt has finished it and the
+catalog has been rebuilt; True when it had to wait. A gateway that listens before its backends are up
+uses it so that a call to a tool whose backend is still starting is answered, not refused as unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,16 @@ class Registry:
     """What an executor reads: the catalog snapshot, policy, run store, limits, admission state,
     and the optional backend resolver and call observer."""
 
-    __slots__ = ("admission", "catalog", "limits", "observe", "policy", "resolve_backend", "runs")
+    __slots__ = (
+        "admission",
+        "catalog",
+        "limits",
+        "observe",
+        "policy",
+        "resolve_backend",
+        "runs",
+        "startup_wait",
+    )
 
     def __init__(
         self,
@@ -52,6 +65,7 @@ class Registry:
         admission: Admission,
         resolve_backend: BackendResolver | None = None,
         observe: CallObserver | None = None,
+        startup_wait: StartupWait | None = None,
     ) -> None:
         self.catalog = catalog
         """The current snapshot; the host swaps it whole (never mutates it)."""
@@ -61,3 +75,4 @@ class Registry:
         self.admission = admission
         self.resolve_backend = resolve_backend
         self.observe = observe
+        self.startup_wait = startup_wait

@@ -35,16 +35,17 @@ the same JSON, key for key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
-
-import mcp_types as types
+from typing import TYPE_CHECKING, Any, Final
 
 from toolweave.export.names import safe_names, unique_names
 from toolweave.export.schema import export_schema, parameters_schema
 from toolweave.export.strict import is_strict_compatible
 
+if TYPE_CHECKING:  # annotations only: the CLI reads FORMATS without loading the MCP types
+    import mcp_types as types
+
 ExportedTool = dict[str, Any]
-Exporter = Callable[[types.Tool, str], ExportedTool]
+Exporter = Callable[["types.Tool", str], ExportedTool]
 """`(tool, exported name) -> one tool in the format`."""
 
 

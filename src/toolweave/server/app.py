@@ -187,8 +187,11 @@ def server_app(
     return app
 
 
-async def build_http_app(cfg: Config, *, host: str, require_auth: bool = False) -> tuple[Any, Gateway]:
-    """For `toolweave serve`: everything started now (so the backend table can be printed), served later."""
-    runtime = ServerRuntime(cfg, require_auth=require_auth)
+async def build_http_app(
+    cfg: Config, *, host: str, require_auth: bool = False, wait_for_backends: bool = True
+) -> tuple[Any, Gateway]:
+    """For `toolweave serve`: the runtime started now (database, stored definitions and, with
+    `wait_for_backends`, every backend's first connection attempt), served later."""
+    runtime = ServerRuntime(cfg, require_auth=require_auth, wait_for_backends=wait_for_backends)
     await runtime.start()
     return server_app(runtime=runtime, host=host, start_runtime=False), runtime.gateway

@@ -45,6 +45,15 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
+QUIET_AT_INFO = (
+    "alembic",  # narrates every plugin it loads
+    "httpx",  # one line per request the gateway makes to an HTTP backend, the SDK's version probe (a
+    "httpx2",  # 400 by design) looking like an error among them
+    "mcp.server.streamable_http_manager",  # "session manager started", once per transport lane
+)
+"""Loggers that say at INFO what only matters when debugging; shown again with log_level = "debug"."""
+
+
 def configure_logging(level: str = "info", *, json_lines: bool = False, stream: TextIO | None = None) -> None:
     """Replace the root handlers: the CLI calls this once per process."""
     handler = logging.StreamHandler(stream or sys.stderr)
@@ -57,5 +66,6 @@ def configure_logging(level: str = "info", *, json_lines: bool = False, stream: 
         root.removeHandler(existing)
     root.addHandler(handler)
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
-    if level.lower() != "debug":  # migrations narrate every plugin they load at info
-        logging.getLogger("alembic").setLevel(logging.WARNING)
+    quiet = logging.NOTSET if level.lower() == "debug" else logging.WARNING
+    for chatty in QUIET_AT_INFO:
+        logging.getLogger(chatty).setLevel(quiet)

@@ -53,8 +53,12 @@ class ServerRuntime:
         require_auth: bool = False,
         database: Database | None = None,
         sync: Mode = "auto",
+        wait_for_backends: bool = True,
     ) -> None:
         self.config = config
+        self.wait_for_backends = wait_for_backends
+        """False for `toolweave serve`: listen at once, each backend's tools appear (with
+        `list_changed`) as it connects, instead of holding the port closed for the slowest one."""
         self.require_auth = require_auth
         self.db = database or Database.from_url(config.gateway.database)
         self.keys = KeyRepository(self.db)
@@ -85,7 +89,7 @@ class ServerRuntime:
         self._lock_unshared_sqlite()
         await self.db.start()
         await self.runs.start()
-        await self.gateway.start()
+        await self.gateway.start(wait=self.wait_for_backends)
         self.definitions = DefinitionService(self.gateway, self.composites, self.tenants)
         await self.definitions.load()
         try:

@@ -47,6 +47,7 @@ from toolweave.backends.http.auth import (
     plan_auth,
 )
 from toolweave.backends.http.encoding import ArgumentError, RequestParts, build_request
+from toolweave.backends.http.naming import name_room
 from toolweave.backends.http.results import error_response, excerpt, scrub, success_response
 from toolweave.backends.openapi import (
     MAX_DOCUMENT_BYTES,
@@ -73,8 +74,6 @@ MAX_REDIRECTS = 5
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 60.0
 VALIDATION_TIMEOUT = 600.0
-SEPARATOR_ROOM = 4
-"""The longest `gateway.separator`; tool names leave room for it in the 64-character exposed name."""
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 _RETRY_STATUS = frozenset({502, 503, 504})
 
@@ -478,10 +477,6 @@ def _tool(spec: OperationSpec) -> types.Tool:
             open_world_hint=annotations.get("openWorldHint"),
         ),
     )
-
-
-def name_room(config: BackendConfig) -> int:
-    return 64 - (len(config.name) + SEPARATOR_ROOM if config.namespace else 0)
 
 
 async def _read_bounded(response: httpx2.Response, limit: int) -> bytes | None:

@@ -8,10 +8,10 @@ document and validates it in a child process; `live_checks` waits for that.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from toolweave.backends.base import Backend
 from toolweave.backends.http.auth import plan_auth
-from toolweave.backends.http.backend import HttpApiBackend, name_room
+from toolweave.backends.http.naming import name_room
 from toolweave.backends.openapi import (
     ConvertOptions,
     DocumentUnusable,
@@ -23,6 +23,9 @@ from toolweave.backends.openapi import (
 from toolweave.backends.openapi.validation import validate_document
 from toolweave.config.models import BackendConfig
 from toolweave.problems import Problem
+
+if TYPE_CHECKING:
+    from toolweave.backends.base import Backend
 
 Report = tuple[list[Problem], list[Problem]]
 """(problems, warnings), each at its backend's path in the config (`backends[0] (name)`)."""
@@ -62,6 +65,8 @@ def offline_checks(backends: list[BackendConfig]) -> Report:
 
 
 async def live_checks(backends: list[Backend], configs: list[BackendConfig]) -> Report:
+    from toolweave.backends.http.backend import HttpApiBackend
+
     problems: list[Problem] = []
     warnings: list[Problem] = []
     by_name = {backend.name: backend for backend in backends}

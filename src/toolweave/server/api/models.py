@@ -64,13 +64,25 @@ class AiToolList(BaseModel):
     tools: list[AiTool]
 
 
+class ToolList(BaseModel):
+    """What an MCP client sees in `tools/list`, each tool in its wire form (camelCase)."""
+
+    tools: list[dict[str, Any]]
+
+
+class ExportList(BaseModel):
+    format: str
+    tools: list[dict[str, Any]]
+
+
 class CallResult(BaseModel):
     """An MCP `CallToolResult` in its wire form (camelCase)."""
 
     model_config = ConfigDict(extra="allow")
     content: list[dict[str, Any]]
-    isError: bool = False
     structuredContent: Any = None
+    isError: bool = False
+    """In the SDK's order, so `toolweave call` prints the same through a gateway as in its own process."""
 
 
 class BatchCallIn(RequestBody):

@@ -1,4 +1,5 @@
-"""`GET /ai-tools` (every tool with type badges and `usedIn`) and `POST /tools/{name}/call`."""
+"""`GET /tools` (what MCP clients list), `GET /export` (those in an agent framework's format),
+`GET /ai-tools` (every tool with type badges and `usedIn`) and `POST /tools/{name}/call`."""
 
 from __future__ import annotations
 
@@ -9,13 +10,45 @@ from fastapi import APIRouter, Body, Depends, Path, Query
 from toolweave.executor import Session
 from toolweave.results import joined_text
 from toolweave.server.api import present
+from toolweave.server.api.composites import Format
 from toolweave.server.api.deps import CALL, READ, definitions, require, runtime
 from toolweave.server.api.errors import ApiError
-from toolweave.server.api.models import AiToolList, CallResult
+from toolweave.server.api.models import AiToolList, CallResult, ExportList, ToolList
 from toolweave.services.definitions import DefinitionService
 from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["tools"])
+
+
+@router.get("/tools", response_model=ToolList, summary="The tools MCP clients list")
+async def list_tools(
+    caller: Session = Depends(require(READ)), rt: ServerRuntime = Depends(runtime)
+) -> ToolList:
+    """Exactly what `tools/list` answers this caller (search mode: `find_tools`, `call_tool` and the
+    pinned tools), each tool as MCP sends it. `toolweave tools` prints this list."""
+    listed = rt.gateway.list_tools(caller.tenant)
+    return ToolList(tools=[tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in listed])
+
+
+@router.get("/export", response_model=ExportList, summary="The tools in an agent framework's format")
+async def export_tools(
+    format: Annotated[
+        Format, Query(description="mcp, openai, openai-responses, anthropic, langchain or universal")
+    ] = "mcp",
+    name: Annotated[
+        list[str] | None, Query(description="Only these tools (exposed names); default: every tool")
+    ] = None,
+    caller: Session = Depends(require(READ)),
+    rt: ServerRuntime = Depends(runtime),
+) -> ExportList:
+    """Composites with their mini-prompt descriptions; always a list, in listing order. An unknown
+    name is a 404 naming it. `toolweave export` prints this list."""
+    gateway = rt.gateway
+    listed = [entry.name for entry in gateway.catalog.listed_for(caller.tenant)]
+    unknown = [wanted for wanted in name or () if wanted not in listed]
+    if unknown:
+        raise ApiError(404, "unknown_tool", f"no tool {unknown[0]!r} (see GET /api/v1/tools)")
+    return ExportList(format=format, tools=gateway.export(format, name or listed))
 
 
 @router.get("/ai-tools", response_model=AiToolList, summary="Every tool: backend tools and composites")
@@ -54,9 +87,9 @@ async def call_tool(
     """The result is the MCP `CallToolResult` (camelCase). A tool failure is a 200 with `isError: true`;
     an unknown tool is a 404."""
     gateway = rt.gateway
-    catalog = gateway.catalog
-    entry = catalog.get(name)
     result = await gateway.executor(caller).call(name, arguments if arguments is not None else {})
+    catalog = gateway.catalog  # after the call: it may have waited for a backend still starting
+    entry = catalog.get(name)
     if not catalog.is_search_tool(name) and (entry is None or not entry.listed_to(caller.tenant)):
         raise ApiError(404, "unknown_tool", joined_text(result))
     return present.call_result(result)

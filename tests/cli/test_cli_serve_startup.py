@@ -1,0 +1,131 @@
+"""`toolweave serve` start-up: the port is checked before anything else, the gateway listens before its
+backends are up, and each backend's tools appear (announced with list_changed) as it connects."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from support.configs import python_backend, stdio_backend
+from support.fixtures import WriteConfig
+from support.paths import TOOLWEAVE
+from support.processes import free_port, stop_process, subprocess_env, wait_for_port
+from support.results import text
+
+SLOW_START = 20.0
+"""Seconds the slow test backend sleeps before it answers: far longer than the gateway may take to listen,
+even on a loaded machine."""
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return {"database": f"sqlite:///{tmp_path / 'toolweave.db'}"}
+
+
+def serve(path: Path, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [str(TOOLWEAVE), "serve", "-c", str(path), *args],
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def names(tools: list[object]) -> set[str]:
+    return {tool.name for tool in tools}  # type: ignore[attr-defined]
+
+
+async def test_serve_listens_before_a_slow_backend_and_announces_its_tools_when_it_connects(
+    write_config: WriteConfig, gateway: dict[str, str]
+) -> None:
+    slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": str(SLOW_START)}, connect_timeout="120s")
+    both = {"name": "echo_both", "tools": ["slow/echo", "py/greet"]}  # names a tool of the slow backend
+    path = write_config({"gateway": gateway, "backends": [slow, python_backend()], "composite_tools": [both]})
+    port = free_port()
+    process = serve(path, "--port", str(port))
+    try:
+        await asyncio.to_thread(wait_for_port, port, process, 30)
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="auto") as client:
+            first = names((await client.list_tools()).tools)
+            assert "py__greet" in first, "a backend that is up is served at once"
+            assert "slow__echo" not in first, "the gateway did not wait for the slow backend"
+            async with client.listen(tools_list_changed=True) as changes:
+                while "slow__echo" not in names((await client.list_tools()).tools):
+                    async with asyncio.timeout(SLOW_START + 30):
+                        await anext(aiter(changes))
+    finally:
+        stop_process(process)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    assert f"MCP at http://127.0.0.1:{port}/mcp" in stderr
+    assert "✓ slow (stdio)" in stderr and "✓ py (python)" in stderr, stderr
+    assert "session manager started" not in stderr, "the SDK's start-up chatter is not shown at info"
+    assert "catalog:" not in stderr, "no problem is reported for a backend that is only slow to start"
+
+
+def test_a_busy_port_is_reported_at_once_naming_the_option(
+    write_config: WriteConfig, gateway: dict[str, str], tmp_path: Path
+) -> None:
+    started = tmp_path / "backend-started"
+    spy = {"name": "spy", "command": "sh", "args": ["-c", f"touch {started}; sleep 30"]}
+    path = write_config({"gateway": gateway, "backends": [spy]})
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [str(TOOLWEAVE), "serve", "--port", str(port), "-c", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=subprocess_env(),
+        )
+    message = done.stderr.replace("\n", " ")
+    assert done.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in message
+    assert "--port N" in message and "(this one came from --port" in message
+    assert "Errno" not in message and "listening" not in message
+    assert not started.exists(), "the port is checked before any backend is started"
+
+
+def test_a_busy_port_from_the_config_says_where_it_came_from(
+    write_config: WriteConfig, gateway: dict[str, str]
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        path = write_config({"gateway": {**gateway, "port": port}, "backends": [python_backend()]})
+        done = subprocess.run(
+            [str(TOOLWEAVE), "serve", "-c", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=subprocess_env(),
+        )
+    message = done.stderr.replace("\n", " ")
+    assert done.returncode == 1
+    assert "gateway.port in the config" in message and "--port N" in message
+
+
+async def test_a_call_to_a_backend_still_starting_waits_for_it_instead_of_failing(
+    write_config: WriteConfig, gateway: dict[str, str]
+) -> None:
+    slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": "8"}, connect_timeout="120s")
+    path = write_config({"gateway": {**gateway, "startup_timeout": "120s"}, "backends": [slow]})
+    port = free_port()
+    process = serve(path, "--port", str(port))
+    try:
+        await asyncio.to_thread(wait_for_port, port, process, 30)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            result = await client.call_tool("slow__echo", {"text": "worth the wait"})
+            assert text(result) == "worth the wait"
+            unknown = await client.call_tool("slow__nope", {})
+            assert unknown.is_error and "unknown tool 'slow__nope'" in text(unknown)
+    finally:
+        stop_process(process)
