@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from toolweave.cli import export, federate, keys, runs, serve, tools, validate
+from toolweave.cli import clients, export, federate, keys, runs, serve, tools, validate
 
 app = typer.Typer(
     name="toolweave",
@@ -22,6 +22,8 @@ app.add_typer(keys.keys_app, name="keys")
 app.add_typer(runs.runs_app, name="runs")
 app.command("export")(export.export_command)
 app.command()(federate.federate)
+app.command()(clients.init)
+app.command()(clients.connect)
 
 
 def main() -> None:  # pragma: no cover

@@ -106,6 +106,8 @@ def read_documents(file: Path, issues: list[Problem]) -> list[Any]:
         return []
     if file.suffix.lower() == ".toml":
         return _toml(text, file, issues)
+    if file.suffix.lower() in (".json", ".jsonc"):  # MCP clients' files: comments and trailing commas allowed
+        return _jsonc(text, file, issues)
     try:
         return [doc for doc in yaml.load_all(text, Loader=_BoundedLoader) if doc is not None]
     except DocumentTooCostly as error:
@@ -164,6 +166,23 @@ def _toml(text: str, file: Path, issues: list[Problem]) -> list[Any]:
         return []
     if _too_deep(document, MAX_DEPTH):
         issues.append(Problem("", f"TOML in {file} refused: it is nested more than {MAX_DEPTH} levels deep"))
+        return []
+    return [document]
+
+
+def _jsonc(text: str, file: Path, issues: list[Problem]) -> list[Any]:
+    from toolweave.config.mcp_servers import loads_jsonc
+
+    try:
+        document = loads_jsonc(text)
+    except RecursionError:
+        issues.append(Problem("", f"JSON in {file} refused: it is nested too deeply"))
+        return []
+    except ValueError as error:
+        issues.append(Problem("", f"invalid JSON in {file}: {error}"))
+        return []
+    if _too_deep(document, MAX_DEPTH):
+        issues.append(Problem("", f"JSON in {file} refused: it is nested more than {MAX_DEPTH} levels deep"))
         return []
     return [document]
 

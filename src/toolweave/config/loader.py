@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolweave.composite.kinds import parse_composite, tool_references
 from toolweave.config.documents import read_documents
+from toolweave.config.mcp_servers import backends_from_servers, servers_of
 from toolweave.config.models import BackendConfig, Config
 from toolweave.fields import split_tool_ref
 from toolweave.problems import ConfigError, Problem, join_path, problems_from_validation
@@ -242,6 +243,11 @@ def read_document(file: Path, issues: list[Problem]) -> Any:
     if len(docs) > 1:
         issues.append(Problem("", f"{file} holds {len(docs)} YAML documents; a config holds one"))
         return None
+    servers = servers_of(docs[0])
+    if servers is not None:  # an MCP client's `mcpServers` file: its servers are the backends
+        backends, problems = backends_from_servers(servers)
+        issues.extend(problems)
+        return {"backends": backends}
     return docs[0]
 
 
