@@ -12,6 +12,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help: the rich one shows a type beside every flag (`--stdio <bool>`) and costs more to import
+    rich_markup_mode=None,
 )
 
 app.command()(serve.serve)

@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # the config models are imported by the commands that read a 
     from toolweave.config.models import Config
 
 T = TypeVar("T")
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 4096)
+"""Not a terminal (a pipe, a file, a test): tables are never cut at 80 columns, so a key id printed by
+`keys list` can be pasted into `keys revoke`."""
 err = Console(stderr=True)
 
 ConfigOption = Annotated[
