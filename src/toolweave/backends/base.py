@@ -117,6 +117,13 @@ class Backend(ABC):
         }
 
 
+def naming_backend(backend: str, error: BaseException) -> str:
+    """An error's message, prefixed with the backend's name unless it already names it
+    (never `backend 'x': backend 'x' is unavailable`)."""
+    message = str(error)
+    return message if message.startswith(f"backend {backend!r}") else f"backend {backend!r}: {message}"
+
+
 def unavailable_result(backend: str, status: str, detail: str | None) -> types.CallToolResult:
     from toolweave.results import error_result
 

@@ -37,6 +37,7 @@ from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave import __version__, sdk_compat
+from toolweave.backends.base import naming_backend
 from toolweave.backends.relay import client_of_call
 from toolweave.executor import Session
 from toolweave.gateway import Gateway
@@ -386,7 +387,7 @@ class MCPFront:
         except MCPError:
             raise
         except Exception as error:
-            raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+            raise MCPError(code=-32603, message=naming_backend(backend.name, error)) from error
 
     async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
         require_scope(self._session(ctx), "prompts/list")
@@ -403,7 +404,7 @@ class MCPFront:
         except MCPError:
             raise
         except Exception as error:
-            raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+            raise MCPError(code=-32603, message=naming_backend(backend.name, error)) from error
 
     async def close(self) -> None:
         self._unsubscribe()

@@ -28,6 +28,7 @@ from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave import sdk_compat
+from toolweave.backends.base import naming_backend
 from toolweave.backends.relay import RelayError
 from toolweave.gateway import Gateway
 
@@ -149,7 +150,7 @@ class Relays:
         except MCPError:
             raise
         except Exception as error:
-            raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+            raise MCPError(code=-32603, message=naming_backend(backend.name, error)) from error
         return types.CompleteResult.model_validate(answer, by_name=False)
 
     # -- resource subscriptions ------------------------------------------------------
@@ -180,7 +181,7 @@ class Relays:
             except MCPError:
                 raise
             except Exception as error:
-                raise MCPError(code=-32603, message=f"backend {backend.name!r}: {error}") from error
+                raise MCPError(code=-32603, message=naming_backend(backend.name, error)) from error
         return types.EmptyResult()
 
     def _watch(self, backend: Any) -> None:
