@@ -179,6 +179,16 @@ async def test_file_composites_are_listed_and_read_only(sqlite_app: AppFactory) 
         exported = await client.get(f"{API}/composite-tools/from_file/tools/anthropic")
         assert exported.json()["name"] == "from_file"
         assert (await client.get(f"{API}/composite-tools/from_file/versions")).json() == {"versions": []}
+        # a preview of the description saves nothing, so a file-defined tool may have one; saving may not
+        preview = await client.post(
+            f"{API}/composite-tools/from_file/regenerate-description", json={"save": False}
+        )
+        assert preview.status_code == 200, preview.text
+        assert preview.json()["saved"] is False and "py__greet" in preview.json()["description"]
+        saving = await client.post(
+            f"{API}/composite-tools/from_file/regenerate-description", json={"save": True}
+        )
+        assert saving.status_code == 409 and saving.json()["error"]["code"] == "read_only"
 
 
 async def test_draft_and_disabled_are_stored_but_not_served(sqlite_app: AppFactory) -> None:

@@ -276,34 +276,35 @@ async def regenerate_description(
     """Rebuilds the mini-prompt from the operations' current descriptions and schemas (deterministic);
     with an LLM endpoint configured, the LLM rewrites it. `save` stores it as a new version."""
     options = body or RegenerateRequest()
-    current = await _writable(service, id, caller.tenant)
-    model, problems = parse_definition(current.definition)
-    if model is None:
-        raise ApiError(
-            422,
-            "invalid_definition",
-            "the stored definition is invalid",
-            problems,
-        )
+    # only saving needs a stored definition: a file-defined tool's description can be previewed
+    found = await (_writable if options.save else _find)(service, id, caller.tenant)
+    if isinstance(found, StoredComposite):
+        model, problems = parse_definition(found.definition)
+        if model is None:
+            raise ApiError(422, "invalid_definition", "the stored definition is invalid", problems)
+        tenant, name, errors = found.tenant, found.name, list(found.validation_errors or ())
+    else:
+        model, tenant, name = found, None, found.name  # type: ignore[attr-defined]
+        errors = [str(p) for p in service.gateway.catalog.degraded.get(name, [])]
     description: str = getattr(model, "description", "") or ""
     draft_model = model.model_copy(update={"description": llm.opening_of(description)})
-    entry = service.build_entry(draft_model, current.tenant)
+    entry = service.build_entry(draft_model, tenant)
     if entry is None:
         raise ApiError(
             409,
             "not_buildable",
-            f"composite tool {current.name!r} cannot be built right now",
-            [("definition", p) for p in current.validation_errors or ()],
+            f"composite tool {name!r} cannot be built right now",
+            [("definition", p) for p in errors],
         )
     text = entry.tool.description or ""
     rewritten = llm.Rewritten(text, "generated")
     if options.useLlm and llm.llm_configured():
-        rewritten = await llm.rewrite(text, current.name, entry.tool.input_schema)
+        rewritten = await llm.rewrite(text, name, entry.tool.input_schema)
     version = None
-    if options.save:
-        patch = _description_patch(current, rewritten.text)
+    if options.save and isinstance(found, StoredComposite):
+        patch = _description_patch(found, rewritten.text)
         stored = await service.update(
-            current.id,
+            found.id,
             caller.tenant,
             patch=patch,
             status=None,
