@@ -514,3 +514,23 @@ async def test_single_expression_keeps_lists_and_objects_native() -> None:
     await composite.run({"labels": ["x", "y"], "o": {"deep": True}}, backend.context())
     assert backend.calls == [("a__tag", {"tags": ["x", "y"], "opts": {"deep": True}})]
     assert composite.tool.input_schema["required"] == ["labels", "o"]
+
+
+def test_the_output_schema_gives_every_property_a_type() -> None:
+    """Strict checkers (the MCP Inspector's) refuse an empty schema such as `structuredContent: {}`."""
+
+    def untyped(schema: dict[str, Any], path: str) -> list[str]:
+        found = [] if "type" in schema else [path]
+        for name, child in schema.get("properties", {}).items():
+            found += untyped(child, f"{path}.{name}")
+        if isinstance(schema.get("items"), dict):
+            found += untyped(schema["items"], f"{path}[]")
+        return found
+
+    assert untyped(OUTPUT_SCHEMA, "outputSchema") == []
+    import jsonschema
+
+    jsonschema.validate(
+        {"results": [{"tool": "a", "isError": False, "content": [], "structuredContent": None}]},
+        OUTPUT_SCHEMA,
+    )

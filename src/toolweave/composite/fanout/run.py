@@ -61,7 +61,11 @@ OUTPUT_SCHEMA: Final[dict[str, Any]] = {
                     "tool": {"type": "string"},
                     "isError": {"type": "boolean"},
                     "content": {"type": "array"},
-                    "structuredContent": {},
+                    # typed, not `{}`: strict schema checkers (the MCP Inspector's) refuse an empty schema
+                    "structuredContent": {
+                        "type": ["object", "null"],
+                        "description": "The tool's own structured result; null when it gave none",
+                    },
                 },
                 "required": ["tool", "isError", "content"],
             },
