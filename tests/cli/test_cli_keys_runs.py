@@ -91,6 +91,7 @@ def test_runs_list_and_show(database: str) -> None:
     shown = json.loads(cli("runs", "show", "run0", "--database", database).stdout)
     assert shown["operation"] == "generic" and shown["arguments"]["api_key"] == "[redacted]"
     assert shown["steps"][0]["id"] == "s"
+    assert shown["startedAt"] == "1970-01-01T00:16:40Z"  # ISO 8601 in UTC, as every other time
     assert cli("runs", "show", "nope", "--database", database).exit_code == 1
 
 

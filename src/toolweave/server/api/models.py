@@ -238,8 +238,9 @@ class RunOut(BaseModel):
     steps: list[StepOut] = Field(default_factory=list)
     error: str | None = None
     latencyMs: float = 0.0
-    startedAt: float
-    finishedAt: float | None = None
+    startedAt: datetime
+    """ISO 8601 in UTC, like every other time the API gives (records keep epoch seconds)."""
+    finishedAt: datetime | None = None
     events: list[dict[str, Any]] = Field(
         default_factory=list,
         description="A `tool_result` event per call the run made: tool, status, duration_ms, source "

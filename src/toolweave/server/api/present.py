@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
@@ -114,7 +115,11 @@ def run_out(record: RunRecord) -> RunOut:
         ],
         error=record.error,
         latencyMs=record.latency_ms,
-        startedAt=record.started_at,
-        finishedAt=record.finished_at,
+        startedAt=_utc(record.started_at),
+        finishedAt=_utc(record.finished_at) if record.finished_at is not None else None,
         events=list(record.events),
     )
+
+
+def _utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
