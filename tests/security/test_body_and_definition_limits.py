@@ -92,3 +92,13 @@ async def test_a_definition_over_its_limits_is_a_422_naming_the_field(sqlite_app
         assert too_big.status_code == 422 and "limits.max_definition_bytes" in too_big.text
         fine = await client.post(f"{API}/composite-tools", json=described("A greeter."))
         assert fine.status_code == 201, fine.text
+
+
+async def test_a_definition_with_an_integer_past_64_bits_is_measured_not_a_500(
+    sqlite_app: AppFactory,
+) -> None:
+    """Found by the API fuzz: the size check itself must accept any JSON the request parser accepts."""
+    api = await sqlite_app({"backends": [python_backend()]})
+    async with api.client() as client:
+        huge = await client.post(f"{API}/composite-tools", json={"definition": {**GREETER, "x": 2**70}})
+        assert huge.status_code == 422, huge.text

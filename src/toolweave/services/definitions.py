@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from pydantic import BaseModel
 
 from toolweave.catalog.catalog import Catalog, Entry
@@ -428,7 +428,8 @@ def size_problems(definition: Any, limits: LimitsConfig) -> list[Problem]:
     A definition is copied into every `tools/list` answer and rebuilt on every catalog
     change, so its size is every caller's cost, not only its owner's.
     """
-    size = len(orjson.dumps(definition, default=str))
+    # json, not orjson: a definition may hold integers past 64 bits (still JSON), which orjson refuses
+    size = len(json.dumps(definition, default=str, separators=(",", ":"), ensure_ascii=False).encode())
     if size > limits.max_definition_bytes:
         return [
             Problem(
