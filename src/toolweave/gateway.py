@@ -22,6 +22,7 @@ from toolweave.backends import Backend, create_backend
 from toolweave.backends.federated import Federation
 from toolweave.backends.federated.protocol import GOING_AWAY
 from toolweave.catalog.catalog import Catalog
+from toolweave.catalog.semantic import SemanticRanker, VectorStore
 from toolweave.config.loader import load_config
 from toolweave.config.models import Config
 from toolweave.executor import (
@@ -51,12 +52,14 @@ class Gateway:
         runs: RunStore | None = None,
         backend_resolver: BackendResolver | None = None,
         call_observer: CallObserver | None = None,
+        vector_store: VectorStore | None = None,
         errlog: Any = None,
     ) -> None:
         """`runs`: where run records go (in memory by default); `backend_resolver`: picks the backend
         connection for a caller (a tenant's own credentials); `call_observer`: told of every
-        finished call (metrics), in one place; `errlog`: a stream stdio backends write their stderr to
-        raw (default: each line becomes a log record of `toolweave.stderr.<backend>`)."""
+        finished call (metrics), in one place; `vector_store`: where search mode's tool vectors
+        persist (`[search.embeddings]`; in memory by default); `errlog`: a stream stdio backends
+        write their stderr to raw (default: each line becomes a log record of `toolweave.stderr.<backend>`)."""
         self.config = config
         self.policy = Policy(config.policy)
         self.backends: dict[str, Backend] = {}
@@ -74,6 +77,11 @@ class Gateway:
             resolve_backend=backend_resolver,
             observe=call_observer,
             startup_wait=self._wait_for_first_connections,
+            semantic=(
+                SemanticRanker(config.search.embeddings, vector_store)
+                if config.search.embeddings is not None and config.gateway.tool_exposure == "search"
+                else None
+            ),
         )
         """What every executor of this gateway reads (its catalog is swapped on each rebuild)."""
         self._listeners: list[ToolsChanged] = []
@@ -135,6 +143,8 @@ class Gateway:
     async def stop(self) -> None:
         await self.federation.close(GOING_AWAY, "the gateway is shutting down")
         await asyncio.gather(*(backend.stop() for backend in self.backends.values()), return_exceptions=True)
+        if self.registry.semantic is not None:
+            await self.registry.semantic.close()
         self._started = False
 
     @property
@@ -160,6 +170,8 @@ class Gateway:
         backends = [*self.backends.values(), *self.federation.backends()]
         catalog = Catalog.build(self.config, backends, definitions, owners=owners)
         self.registry.catalog = catalog
+        if self.registry.semantic is not None and catalog.index is not None and self._started:
+            self.registry.semantic.refresh(catalog.index)  # tool vectors in the background
         self._index_resources_and_prompts()
         self._report_issues(catalog)
         if _listing_key(old.listed) != _listing_key(catalog.listed):

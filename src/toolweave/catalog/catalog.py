@@ -190,8 +190,13 @@ class Catalog:
     def search(self, query: str, limit: int, tenant: str | None) -> list[types.Tool]:
         """The best `limit` tools for `query` that `tenant` sees (search mode only)."""
         assert self.index is not None
+        return self.visible_in_order([position for position, _ in self.index.ranked(query)], limit, tenant)
+
+    def visible_in_order(self, positions: Iterable[int], limit: int, tenant: str | None) -> list[types.Tool]:
+        """The first `limit` tools of the search index at `positions` that `tenant` may see."""
+        assert self.index is not None
         found: list[types.Tool] = []
-        for position, _ in self.index.ranked(query):
+        for position in positions:
             tool = self.index.tools[position]
             if self.entries[tool.name].visible_to(tenant):
                 found.append(tool)

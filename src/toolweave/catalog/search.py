@@ -194,6 +194,7 @@ class ToolIndex:
 
     def __init__(self, documents: Iterable[SearchDocument | types.Tool]) -> None:
         docs = [doc if isinstance(doc, SearchDocument) else SearchDocument(doc) for doc in documents]
+        self.documents = docs
         self.tools = [doc.tool for doc in docs]
         field_terms = [{name: document_terms(text) for name, text in doc.fields().items()} for doc in docs]
         self.postings = _postings(field_terms)

@@ -29,8 +29,38 @@ SearchKeyword = Annotated[str, Field(min_length=1, max_length=100)]
 """A word or short phrase that search mode's `find_tools` matches a tool by."""
 
 
+class EmbeddingsConfig(StrictModel):
+    """`[search.embeddings]`: meaning-based ranking from any OpenAI-compatible `/v1/embeddings`."""
+
+    url: str
+    """The API base (`http://127.0.0.1:11434/v1`) or the full `.../embeddings` URL."""
+    model: str = Field(min_length=1, max_length=200)
+    api_key: str | None = None
+    """Sent as `Authorization: Bearer ...` (use `${VAR}`); secret, never logged."""
+    timeout: Duration = 2.0
+    """How long embedding one query may take before `find_tools` answers from the lexical ranking."""
+    query_fields: dict[str, Any] = Field(default_factory=dict)
+    """Extra request fields for a query (`{input_type = "query"}` for servers that want one)."""
+    document_fields: dict[str, Any] = Field(default_factory=dict)
+    """Extra request fields for tool texts (`{input_type = "passage"}`)."""
+    batch_size: int = Field(default=32, ge=1, le=2048)
+    weight: float = Field(default=1.0, ge=0.0, le=10.0)
+    """How much the meaning-based ranking counts beside the lexical one in the fusion (1: equal)."""
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"url {value!r} must start with http:// or https://")
+        value = value.rstrip("/")
+        return value if value.endswith("/embeddings") else value + "/embeddings"
+
+
 class SearchConfig(StrictModel):
     """`[search]`: how search mode (`gateway.tool_exposure = "search"`) lists and finds tools."""
+
+    embeddings: EmbeddingsConfig | None = None
+    """Fuse a meaning-based ranking with the lexical one; None: lexical only (offline)."""
 
     list_composites: bool = True
     """List the composite tools beside `find_tools` and `call_tool`: they are few, and the reason to

@@ -69,7 +69,7 @@ class ToolExecutor:
         if entry is None or not entry.listed_to(self.session.tenant):
             if entry is None and catalog.is_search_tool(name):
                 return await search_mode.answer(
-                    catalog, self.session.tenant, name, arguments, self.call, progress
+                    catalog, self.session.tenant, name, arguments, self.call, progress, self.registry.semantic
                 )
             return self._unknown(name, catalog)
         return await self._dispatch(entry, arguments, progress)

@@ -16,6 +16,7 @@ import mcp_types as types
 
 from toolweave.backends.base import Backend
 from toolweave.catalog.catalog import Catalog, Entry
+from toolweave.catalog.semantic import SemanticRanker
 from toolweave.executor.admission import Admission
 from toolweave.executor.policy import Policy
 from toolweave.executor.session import Session
@@ -52,6 +53,7 @@ class Registry:
         "policy",
         "resolve_backend",
         "runs",
+        "semantic",
         "startup_wait",
     )
 
@@ -66,6 +68,7 @@ class Registry:
         resolve_backend: BackendResolver | None = None,
         observe: CallObserver | None = None,
         startup_wait: StartupWait | None = None,
+        semantic: SemanticRanker | None = None,
     ) -> None:
         self.catalog = catalog
         """The current snapshot; the host swaps it whole (never mutates it)."""
@@ -76,3 +79,5 @@ class Registry:
         self.resolve_backend = resolve_backend
         self.observe = observe
         self.startup_wait = startup_wait
+        self.semantic = semantic
+        """Meaning-based ranking for `find_tools` (`[search.embeddings]`); None: lexical only."""

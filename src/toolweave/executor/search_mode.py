@@ -9,6 +9,7 @@ full input schemas come only with `detail: true`.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -17,8 +18,11 @@ import mcp_types as types
 
 from toolweave.catalog.catalog import Catalog
 from toolweave.catalog.search import CALL_TOOL, FIND_TOOLS
+from toolweave.catalog.semantic import SemanticRanker, fuse
 from toolweave.composite.base import ProgressFn
 from toolweave.results import error_result, json_text
+
+logger = logging.getLogger("toolweave.search")
 
 CallFn = Callable[..., Awaitable[types.CallToolResult]]
 """`await call(name, arguments, progress=...)`: the executor's own `call`."""
@@ -32,13 +36,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`\"'])|\n\s*\n|\n(?=\s*[-*#]|\
 
 
 async def answer(
-    catalog: Catalog, tenant: str | None, name: str, arguments: Any, call: CallFn, progress: ProgressFn | None
+    catalog: Catalog,
+    tenant: str | None,
+    name: str,
+    arguments: Any,
+    call: CallFn,
+    progress: ProgressFn | None,
+    semantic: SemanticRanker | None = None,
 ) -> types.CallToolResult:
     """The result of `find_tools` or `call_tool` for `tenant`."""
     if not isinstance(arguments, Mapping):
         return error_result(f"arguments for {name!r} must be a JSON object")
     if name == FIND_TOOLS:
-        return _find(catalog, tenant, arguments)
+        return await _find(catalog, tenant, arguments, semantic)
     target = arguments.get("name")
     inner_args = arguments.get("arguments", {})
     if not isinstance(target, str):
@@ -60,15 +70,36 @@ def target_of(name: str, arguments: Any) -> str | None:
     return target
 
 
-def _find(catalog: Catalog, tenant: str | None, arguments: Mapping[str, Any]) -> types.CallToolResult:
+async def _find(
+    catalog: Catalog, tenant: str | None, arguments: Mapping[str, Any], semantic: SemanticRanker | None
+) -> types.CallToolResult:
     problem = find_arguments_problem(arguments)
     if problem is not None:
         return error_result(problem)
     query: str = arguments["query"]
     limit: int = arguments.get("limit", DEFAULT_LIMIT)
-    found = catalog.search(query, limit, tenant)
+    found, warning = await find(catalog, tenant, query, limit, semantic)
     text = render_found(query, found, detail=arguments.get("detail", False))
+    if warning:
+        text = f"{text}\n(note: {warning})"
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+async def find(
+    catalog: Catalog, tenant: str | None, query: str, limit: int, semantic: SemanticRanker | None
+) -> tuple[list[types.Tool], str | None]:
+    """The best `limit` tools `tenant` sees for `query`: lexical, fused with the meaning-based
+    ranking when one is configured; and a warning when that ranking could not take part."""
+    index = catalog.index
+    assert index is not None
+    lexical = [position for position, _ in index.ranked(query)]
+    if semantic is None:
+        return catalog.visible_in_order(lexical, limit, tenant), None
+    by_meaning, warning = await semantic.rank(query, index)
+    if warning is not None:
+        logger.warning("find_tools: %s", warning)
+    order = fuse(lexical, by_meaning, semantic.config.weight) if by_meaning else lexical
+    return catalog.visible_in_order(order, limit, tenant), warning
 
 
 def find_arguments_problem(arguments: Mapping[str, Any]) -> str | None:

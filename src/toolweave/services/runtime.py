@@ -38,6 +38,7 @@ from toolweave.store import (
     KeyRepository,
     NotFound,
     SqlRunStore,
+    SqlVectorStore,
     TenantRepository,
 )
 from toolweave.store.gateway_lock import GatewayLock
@@ -71,7 +72,11 @@ class ServerRuntime:
         self.tenant_backends = TenantBackends(self.connections)
         self.events = EventStream()
         self.gateway = Gateway(
-            config, runs=self.runs, backend_resolver=self.tenant_backends, call_observer=self._observe
+            config,
+            runs=self.runs,
+            backend_resolver=self.tenant_backends,
+            call_observer=self._observe,
+            vector_store=SqlVectorStore(self.db),
         )
         self.definitions: DefinitionService | None = None
         self.sync_mode: Mode = sync

@@ -26,6 +26,7 @@ from toolweave.store.errors import Conflict, Forbidden, NotFound, SecretKeyError
 from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository
 from toolweave.store.runs import SqlRunStore
 from toolweave.store.tenants import TenantInfo, TenantRepository
+from toolweave.store.tool_vectors import SqlVectorStore
 
 __all__ = [
     "COMPOSITE_KINDS",
@@ -47,6 +48,7 @@ __all__ = [
     "SecretDict",
     "SecretKeyError",
     "SqlRunStore",
+    "SqlVectorStore",
     "StoreError",
     "StoredComposite",
     "TenantInfo",

@@ -163,6 +163,16 @@ gateway_instances = Table(
     Column("last_seen", Float, nullable=False),
 )
 
+tool_vectors = Table(
+    "tool_vectors",
+    metadata,
+    Column("model", String(200), primary_key=True),
+    Column("text_key", String(64), primary_key=True),
+    Column("vector", LargeBinary, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+"""Search mode's tool vectors, by embeddings model and a hash of the tool text they embed."""
+
 # Run columns the core fills from names it did not validate are unbounded Text: a long
 # name must never make recording a run fail on PostgreSQL (which enforces lengths).
 runs = Table(

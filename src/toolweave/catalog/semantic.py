@@ -1,0 +1,241 @@
+"""Meaning-based ranking for `find_tools`, fused with the lexical one (`[search.embeddings]`).
+
+Some tasks share no word with the tool that does them ("how long from our offices to the airport"
+is a distance-matrix tool). An embeddings model places both near each other; any OpenAI-compatible
+`/v1/embeddings` endpoint serves one (OpenAI, Ollama, vLLM, TEI, ...).
+
+Tool vectors are computed in the background once per catalog change, only for tool texts not seen
+before (keyed by a hash of model and text), and kept in a `VectorStore` (the database when served),
+so a restart embeds nothing again. A query costs one embedding request, bounded by the configured
+timeout; the endpoint down, or vectors not ready yet, means lexical results and a warning, never a
+failed search. The two rankings are fused by weighted reciprocal rank fusion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import httpx2 as httpx
+
+from toolweave.catalog.search import SearchDocument, ToolIndex
+from toolweave.config.models import EmbeddingsConfig
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - depends on the install
+    np = None  # type: ignore[assignment]
+
+logger = logging.getLogger("toolweave.search")
+
+RRF_K = 60
+"""Reciprocal rank fusion's constant: rank r counts 1 / (RRF_K + r)."""
+FUSION_DEPTH = 100
+"""How many of each ranking's best take part in the fusion."""
+MAX_DOCUMENT_CHARS = 1500
+RETRY_DELAYS_S = (5.0, 30.0, 120.0)
+"""Waits before retrying tool vectors after the endpoint failed; then the next catalog change retries."""
+
+
+class VectorStore(Protocol):
+    """Where tool vectors persist across restarts (`store.tool_vectors.SqlVectorStore` when served)."""
+
+    async def load(self, model: str, keys: Sequence[str]) -> dict[str, bytes]: ...
+
+    async def save(self, model: str, vectors: Mapping[str, bytes]) -> None: ...
+
+
+class MemoryVectorStore:
+    """Vectors kept for the life of the process (a gateway used as a library)."""
+
+    def __init__(self) -> None:
+        self._vectors: dict[tuple[str, str], bytes] = {}
+
+    async def load(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
+        return {key: self._vectors[(model, key)] for key in keys if (model, key) in self._vectors}
+
+    async def save(self, model: str, vectors: Mapping[str, bytes]) -> None:
+        for key, vector in vectors.items():
+            self._vectors[(model, key)] = vector
+
+
+class EmbeddingError(Exception):
+    """The endpoint failed or answered something that is not embeddings; the message says which."""
+
+
+def document_text(document: SearchDocument) -> str:
+    """What a tool's vector is computed from: its name as words, backend, description, parameters."""
+    tool = document.tool
+    name = tool.name.replace("__", " ").replace("_", " ").replace("-", " ")
+    parameters = " ".join((tool.input_schema or {}).get("properties", {}) or {})
+    backend = " ".join(filter(None, [document.backend.title, document.backend.description]))
+    keywords = ", ".join(document.keywords)
+    text = f"{name} ({backend}): {tool.description or tool.title or ''} Parameters: {parameters}. {keywords}"
+    return text[:MAX_DOCUMENT_CHARS]
+
+
+def text_key(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}\n{text}".encode()).hexdigest()[:40]
+
+
+def fuse(
+    lexical: Sequence[int], semantic: Sequence[int], semantic_weight: float = 1.0, k: int = RRF_K
+) -> list[int]:
+    """Weighted reciprocal rank fusion of two rankings (tool positions, best first)."""
+    scores: dict[int, float] = {}
+    for rank, position in enumerate(lexical[:FUSION_DEPTH]):
+        scores[position] = scores.get(position, 0.0) + 1.0 / (k + rank + 1)
+    for rank, position in enumerate(semantic[:FUSION_DEPTH]):
+        scores[position] = scores.get(position, 0.0) + semantic_weight / (k + rank + 1)
+    return sorted(scores, key=lambda position: (-scores[position], position))
+
+
+class SemanticRanker:
+    """Tool vectors for the current index, filled in the background, and query ranking by cosine."""
+
+    def __init__(self, config: EmbeddingsConfig, store: VectorStore | None = None) -> None:
+        if np is None:
+            raise RuntimeError("[search.embeddings] needs numpy: pip install 'toolweave[embeddings]'")
+        self.config = config
+        self.store: VectorStore = store if store is not None else MemoryVectorStore()
+        self.last_error: str | None = None
+        self._vectors: dict[str, Any] = {}
+        self._index: ToolIndex | None = None
+        self._keys: list[str] = []
+        self._matrix: Any = None
+        self._rows: list[int] = []
+        self._task: asyncio.Task[None] | None = None
+        self._http: httpx.AsyncClient | None = None
+
+    # -- background: tool vectors ------------------------------------------
+
+    def refresh(self, index: ToolIndex) -> None:
+        """Start computing the vectors `index` lacks (in the background); cancels an older refresh."""
+        self._index = index
+        self._keys = [text_key(self.config.model, document_text(doc)) for doc in index.documents]
+        self._matrix = None
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        try:
+            self._task = asyncio.get_running_loop().create_task(self._fill(index, list(self._keys)))
+        except RuntimeError:
+            self._task = None  # no event loop yet: the first query starts it
+
+    @property
+    def ready(self) -> bool:
+        """Every tool of the current index has its vector."""
+        return bool(self._keys) and all(key in self._vectors for key in self._keys)
+
+    async def wait_ready(self, timeout: float) -> bool:
+        """For tests and benches: wait until the current index's vectors are all there."""
+        deadline = time.monotonic() + timeout
+        while not self.ready and time.monotonic() < deadline:  # noqa: ASYNC110 - vectors arrive in batches
+            await asyncio.sleep(0.05)
+        return self.ready
+
+    async def _fill(self, index: ToolIndex, keys: list[str]) -> None:
+        texts = {key: document_text(doc) for key, doc in zip(keys, index.documents, strict=True)}
+        missing = [key for key in dict.fromkeys(keys) if key not in self._vectors]
+        if not missing:
+            return
+        for key, raw in (await self.store.load(self.config.model, missing)).items():
+            self._vectors[key] = np.frombuffer(raw, dtype=np.float32)
+        missing = [key for key in missing if key not in self._vectors]
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                await self._embed_missing(missing, texts)
+                self.last_error = None
+                return
+            except EmbeddingError as error:
+                self.last_error = str(error)
+                logger.warning("search: tool vectors not computed: %s", error)
+                if delay is None:
+                    return
+                await asyncio.sleep(delay)
+                missing = [key for key in missing if key not in self._vectors]
+
+    async def _embed_missing(self, missing: list[str], texts: Mapping[str, str]) -> None:
+        size = self.config.batch_size
+        for start in range(0, len(missing), size):
+            batch = missing[start : start + size]
+            vectors = await self._embed([texts[key] for key in batch], self.config.document_fields)
+            fresh = {key: _unit(vector) for key, vector in zip(batch, vectors, strict=True)}
+            self._vectors.update(fresh)
+            await self.store.save(self.config.model, {key: v.tobytes() for key, v in fresh.items()})
+
+    # -- the call path ----------------------------------------------------
+
+    async def rank(self, query: str, index: ToolIndex) -> tuple[list[int], str | None]:
+        """Tool positions by meaning, best first, and a warning when there are none to give."""
+        if index is not self._index or self._task is None:
+            self.refresh(index)
+        matrix, rows = self._current_matrix()
+        if matrix is None:
+            why = f": {self.last_error}" if self.last_error else " yet"
+            return [], f"meaning-based ranking unavailable (tool vectors not computed{why}); lexical results"
+        try:
+            async with asyncio.timeout(self.config.timeout):
+                (vector,) = await self._embed([query], self.config.query_fields)
+        except TimeoutError:
+            return (
+                [],
+                f"meaning-based ranking unavailable (the embeddings endpoint took over {self.config.timeout:g}s); lexical results",
+            )
+        except EmbeddingError as error:
+            return [], f"meaning-based ranking unavailable ({error}); lexical results"
+        similarities = matrix @ _unit(vector)
+        best = np.argsort(-similarities)[:FUSION_DEPTH]
+        return [rows[i] for i in best], None
+
+    def _current_matrix(self) -> tuple[Any, list[int]]:
+        """The unit vectors of the index's tools that have one (rebuilt as more arrive)."""
+        rows = [row for row, key in enumerate(self._keys) if key in self._vectors]
+        if not rows:
+            return None, []
+        if self._matrix is None or len(rows) != len(self._rows):
+            self._matrix = np.vstack([self._vectors[self._keys[row]] for row in rows])
+            self._rows = rows
+        return self._matrix, self._rows
+
+    # -- the endpoint -----------------------------------------------------
+
+    async def _embed(self, texts: list[str], fields: Mapping[str, Any]) -> list[Any]:
+        if self._http is None:
+            headers = {"authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+            self._http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60.0))
+        body = {**fields, "model": self.config.model, "input": texts}
+        try:
+            response = await self._http.post(self.config.url, json=body)
+        except httpx.HTTPError as error:
+            raise EmbeddingError(f"{self.config.url} unreachable: {type(error).__name__}") from error
+        if response.status_code != 200:
+            raise EmbeddingError(
+                f"{self.config.url} answered HTTP {response.status_code}: {response.text[:200]}"
+            )
+        try:
+            data = sorted(response.json()["data"], key=lambda item: item.get("index", 0))
+            vectors = [np.asarray(item["embedding"], dtype=np.float32) for item in data]
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise EmbeddingError(f"{self.config.url} answered no embeddings ({error!r})") from error
+        if len(vectors) != len(texts) or any(v.ndim != 1 or v.size == 0 for v in vectors):
+            raise EmbeddingError(f"{self.config.url} answered {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+
+def _unit(vector: Any) -> Any:
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm if norm else vector).astype(np.float32)

