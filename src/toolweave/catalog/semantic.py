@@ -38,6 +38,8 @@ RRF_K = 60
 FUSION_DEPTH = 100
 """How many of each ranking's best take part in the fusion."""
 MAX_DOCUMENT_CHARS = 1500
+BATCH_TIMEOUT_S = 300.0
+"""One background batch of tool texts may take this long (a CPU-bound local model on a busy host)."""
 RETRY_DELAYS_S = (5.0, 30.0, 120.0)
 """Waits before retrying tool vectors after the endpoint failed; then the next catalog change retries."""
 
@@ -165,8 +167,9 @@ class SemanticRanker:
             batch = missing[start : start + size]
             vectors = await self._embed([texts[key] for key in batch], self.config.document_fields)
             fresh = {key: _unit(vector) for key, vector in zip(batch, vectors, strict=True)}
-            self._vectors.update(fresh)
+            # stored before they count as ready: a gateway stopped once `ready` loses none of them
             await self.store.save(self.config.model, {key: v.tobytes() for key, v in fresh.items()})
+            self._vectors.update(fresh)
 
     # -- the call path ----------------------------------------------------
 
@@ -207,7 +210,7 @@ class SemanticRanker:
     async def _embed(self, texts: list[str], fields: Mapping[str, Any]) -> list[Any]:
         if self._http is None:
             headers = {"authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-            self._http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60.0))
+            self._http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(BATCH_TIMEOUT_S))
         body = {**fields, "model": self.config.model, "input": texts}
         try:
             response = await self._http.post(self.config.url, json=body)
