@@ -94,3 +94,38 @@ def test_no_5xx_and_responses_match_the_document(fuzzed_api: Any) -> None:
             failures.append(f"{operation.label}: {error}")
     assert not failures, "\n\n".join(failures)
     assert len(sent) >= 2 * len(operations) and all(status < 500 for status in sent)
+
+
+STATEFUL_GAPS = (
+    "found by this test, not fixed yet: a path with a newline (PUT /api/v1/connections/a%0Ab) misses the "
+    "Mount regex and gets Starlette's text/plain 404; an integer beyond 64 bits in a definition makes "
+    "size_problems' orjson.dumps raise TypeError (a 500). Remove this mark once both are fixed."
+)
+
+
+def test_stateful_sequences_keep_every_answer_documented(
+    fuzzed_api: Any, request: pytest.FixtureRequest
+) -> None:
+    """Chains of calls with real ids (a created composite read, edited, deleted; a run read) from the
+    links schemathesis infers from the document: no 5xx, every response as documented."""
+    steps: list[str] = []
+    if not fuzzed_api.app.state.runtime.require_auth:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=STATEFUL_GAPS))
+
+    class Machine(fuzzed_api.as_state_machine()):  # type: ignore[misc]
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            steps.append(f"{case.method} {case.formatted_path} {response.status_code}")
+            case.validate_response(response, checks=CHECKS)  # the checks of the test above
+
+    Machine.run(
+        settings=settings(
+            max_examples=8 if not fuzzed_api.app.state.runtime.require_auth else 2,
+            stateful_step_count=6,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+            database=None,
+        )
+    )
+    chained = [step for step in steps if "/composite-tools/" in step and not step.endswith(" 404")]
+    assert len(steps) >= 10 and (chained or fuzzed_api.app.state.runtime.require_auth), steps
