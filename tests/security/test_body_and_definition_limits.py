@@ -102,3 +102,12 @@ async def test_a_definition_with_an_integer_past_64_bits_is_measured_not_a_500(
     async with api.client() as client:
         huge = await client.post(f"{API}/composite-tools", json={"definition": {**GREETER, "x": 2**70}})
         assert huge.status_code == 422, huge.text
+
+
+async def test_a_path_no_route_takes_is_a_json_404(sqlite_app: AppFactory) -> None:
+    """Found by the stateful API fuzz: a newline escapes every route's pattern and got a text/plain 404."""
+    api = await sqlite_app({"backends": [python_backend()]})
+    async with api.client() as client:
+        response = await client.put(f"{API}/connections/a%0Ab", json={"headers": {"X-Token": "t"}})
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found", response.text

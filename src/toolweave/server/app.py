@@ -12,6 +12,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from toolweave.config.models import Config
@@ -112,7 +114,12 @@ def create_app(
         rules=HostRules.for_bind(host, settings.allowed_hosts, settings.allowed_origins),
     )
     bodies = Middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[guard, bodies, *(middleware or [])])
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[guard, bodies, *(middleware or [])],
+        exception_handlers={404: _no_route},
+    )
     app.state.gateway = gateway
     app.state.front = front
     return app
@@ -195,3 +202,16 @@ async def build_http_app(
     runtime = ServerRuntime(cfg, require_auth=require_auth, wait_for_backends=wait_for_backends)
     await runtime.start()
     return server_app(runtime=runtime, host=host, start_runtime=False), runtime.gateway
+
+
+async def _no_route(request: Request, _error: Exception) -> JSONResponse:
+    """A path no route takes (one with a newline escapes every route's pattern) gets the REST error shape.
+
+    Starlette's own answer is a text/plain 404, which no client of the documented API expects.
+    """
+    path = request.url.path
+    shown = path if len(path) <= 200 else path[:200] + "..."
+    return JSONResponse(
+        {"error": {"code": "not_found", "message": f"no such path: {shown!r}", "problems": []}},
+        status_code=404,
+    )
