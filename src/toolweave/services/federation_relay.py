@@ -37,6 +37,8 @@ from toolweave.store import Database
 
 logger = logging.getLogger("toolweave.federation.relay")
 
+PUBLISH_SECONDS = 5.0
+"""The longest a publish to Redis may take before it counts as Redis being down."""
 ANNOUNCE_SECONDS = 2.0
 EXPIRE_AFTER = 3
 """Announcements a gateway may miss before its clients are dropped here."""
@@ -290,7 +292,8 @@ class FederationRelay:
             self._down_logged = True
 
     async def _publish(self, channel: str, message: dict[str, Any]) -> None:
-        await self._redis.publish(channel, orjson.dumps(message))
+        """Bounded: a broker that stops answering must not hold a call, an announcement or shutdown."""
+        await asyncio.wait_for(self._redis.publish(channel, orjson.dumps(message)), PUBLISH_SECONDS)
 
     async def _listen(self) -> None:
         delay = 0.2
