@@ -1,4 +1,4 @@
-"""The toolweave configurations the scenarios serve (SPEC §2 shapes, written as TOML)."""
+"""The toolweave configurations the scenarios serve (docs/configuration.md shapes, written as TOML)."""
 
 from __future__ import annotations
 

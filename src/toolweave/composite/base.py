@@ -98,7 +98,7 @@ class Composite(Protocol):
     async def run(self, arguments: Mapping[str, Any], ctx: RunContext) -> types.CallToolResult:
         """Run one call. Returns an `isError` result for failures; never raises for them.
 
-        The result's `_meta["toolweave"]` carries `kind` and the kind's keys (SPEC §3);
+        The result's `_meta["toolweave"]` carries `kind` and the kind's keys (docs/composites.md);
         the executor adds `run_id` and `latency_ms`.
         """
         ...

@@ -1,4 +1,4 @@
-"""Admission control (seed 001): a class pool per call, plus optional per-tool caps.
+"""Admission control (docs/executor.md): a class pool per call, plus optional per-tool caps.
 
 Read-only tools share a wide read pool; mutating tools go through a serial
 pool of width 1 per session (so an agent's writes keep their order) unless

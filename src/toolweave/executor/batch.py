@@ -1,7 +1,7 @@
 """`execute_batch`: a model's batch of calls, one result per call, in input order, always.
 
 Contiguous calls of the same admission class run concurrently, with a
-barrier between runs (seed 001). A cancelled batch reports, per call, whether
+barrier between runs (docs/executor.md). A cancelled batch reports, per call, whether
 it never started (`CANCELLED_BEFORE`) or was cut off while running.
 """
 

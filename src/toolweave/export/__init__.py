@@ -1,7 +1,7 @@
 """Exporting tools: mini-prompt description writing (`describe`) and export formats.
 
 `export_tools(tools, format)` renders catalog tools as MCP, OpenAI (Chat
-Completions and Responses), Anthropic, LangChain or seed 002's universal tool
+Completions and Responses), Anthropic, LangChain or the provider-neutral `universal`
 JSON; see `formats.py` for each shape and docs/export.md for the rules.
 """
 

@@ -1,4 +1,4 @@
-"""The mini-prompt description writer (seed 002 §4.5).
+"""The mini-prompt description writer (docs/export.md).
 
 An agent decides whether and how to call a tool from its description alone,
 so a composite's listed description is a small prompt: what the tool is for,

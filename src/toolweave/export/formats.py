@@ -1,4 +1,4 @@
-"""Tool definitions in the formats agents and LLM APIs load (SPEC §4, seed 002 §4.10).
+"""Tool definitions in the formats agents and LLM APIs load (docs/export.md).
 
 `export_tools(tools, format)` turns the catalog's `mcp_types.Tool`s into plain
 JSON-ready dicts, one per tool, in input order:
@@ -20,11 +20,11 @@ JSON-ready dicts, one per tool, in input order:
   `args_schema` (which langchain-core accepts as a dict), so
   `StructuredTool(**entry, coroutine=...)` loads it. For a ready-made,
   callable tool use `toolweave.integrations.langchain.as_langchain_tools`.
-* `universal` — seed 002's universal tool: `{"name", "description", "parameters"}`.
+* `universal` — a provider-neutral tool: `{"name", "description", "parameters"}`.
 
 Every format but `mcp` carries names an LLM provider accepts (`names.py`).
 Descriptions are the tools' own — a composite's is already its mini-prompt
-(seed 002 §4.5); a tool without one gets its title, else "".
+(docs/export.md); a tool without one gets its title, else "".
 
 An export contains only names, descriptions, schemas and (for `mcp`) titles
 and annotations: never `_meta`, icons or anything a backend attached; secret

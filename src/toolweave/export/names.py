@@ -2,7 +2,7 @@
 
 OpenAI and Anthropic reject a tool whose name does not match
 `^[a-zA-Z0-9_-]{1,64}$`, and they reject the whole request when two tools
-share a name. Exposed names usually qualify already (SPEC §1), but a backend
+share a name. Exposed names (`backend__tool`) usually qualify already, but a backend
 tool name may carry dots, slashes, spaces or be long, so every export for an
 LLM passes the names through here.
 

@@ -9,7 +9,7 @@ Three things happen on the way out, and only these:
   which the tool's author lists the parameters (and the order models fill
   them in); definition maps (`$defs`) are sorted by name.
 * **Secret values removed.** A property marked `writeOnly: true` or
-  `format: password` holds a secret (SPEC §6). Its schema keeps the marker but
+  `format: password` holds a secret (docs/security.md). Its schema keeps the marker but
   loses `default`, `examples`, `example`, `const` and `enum`: any of them
   could be the secret itself, and no export may carry one.
 * **An object root.** Every LLM format wants the parameters as an object

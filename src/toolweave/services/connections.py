@@ -1,4 +1,4 @@
-"""Per-tenant backend credentials at call time (seed 002 §4.6, "context loading").
+"""Per-tenant backend credentials at call time ("context loading", docs/api.md#connections).
 
 A connection is a set of HTTP headers a tenant stores for an HTTP MCP
 backend (an API token, an account id). The shared backend connection was

@@ -1,4 +1,4 @@
-"""Fan-out definitions (seed 000's shape, plus strategies, order and per-target arguments)."""
+"""Fan-out definitions (the short `tools = [...]` form, plus strategies, order and per-target arguments)."""
 
 from __future__ import annotations
 

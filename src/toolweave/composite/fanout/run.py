@@ -21,7 +21,7 @@ the context holds every call argument by name and all of them as `params` /
 `arguments`; a string that is exactly one `{{ expr }}` keeps its native type;
 rendered text is coerced to the type the target's schema asks for.
 
-Result (SPEC §3): for each target a text item naming its tool, then its
+Result (docs/composites.md): for each target a text item naming its tool, then its
 content; `isError` when any target failed (successful results kept);
 `structuredContent = {results: [{tool, isError, content, structuredContent}]}`;
 `_meta["toolweave"] = {kind: "fanout", targets: [{tool, isError, latency_ms, status}]}`

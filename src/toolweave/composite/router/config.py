@@ -1,4 +1,4 @@
-"""Router definitions (seed 002): one tool in front of several operations.
+"""Router definitions (docs/composites.md): one tool in front of several operations.
 
 A router either picks its operation by deterministic rules on the input
 (`rule_based`) or lets the agent pick it through a required `operation`
@@ -55,7 +55,7 @@ def _type_of(info: ValidationInfo) -> str | None:
 
 
 class Condition(StrictModel):
-    """One routing condition (seed 002 §4.3, extended).
+    """One routing condition (docs/composites.md lists every type).
 
     Leaves read one input `field` (a dotted path such as `target.url`):
     `contains`, `equals`, `matches` (RE2: linear time, no catastrophic

@@ -1,4 +1,4 @@
-"""Running a router: one tool in front of several operations (seed 002).
+"""Running a router: one tool in front of several operations (docs/composites.md).
 
 Built once per catalog snapshot: references resolved, conditions compiled,
 rules sorted, the unified schema merged, each operation's validator created,

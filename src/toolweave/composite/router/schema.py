@@ -1,4 +1,4 @@
-"""The unified input schema of a router (seed 002 §4.4).
+"""The unified input schema of a router (docs/composites.md).
 
 Each operation contributes its own parameters under their unified names
 (`parameter_mapping` renames; unmapped parameters keep their name; fixed

@@ -1,4 +1,4 @@
-"""Workflow definitions (seed 003): a DAG of steps with templates, retries, elicitation, forEach and output.
+"""Workflow definitions (docs/workflows.md): a DAG of steps with templates, retries, elicitation, forEach and output.
 
 Keys are camelCase as in ToolHive (`dependsOn`, `onError`, ...); the
 snake_case spellings are accepted too, so ToolHive's internal config form

@@ -1,4 +1,4 @@
-"""The REST API (seed 002 §4.9) as a FastAPI app: `/api/v1/...`, OpenAPI at `/openapi.json`.
+"""The REST API (docs/api.md) as a FastAPI app: `/api/v1/...`, OpenAPI at `/openapi.json`.
 
 Mounted at the root of the gateway's ASGI app (after `/mcp`), so the
 OpenAPI document's paths are the real ones. The routers live in small

@@ -1,4 +1,4 @@
-"""`POST /composite-tools/invoke` (seed 002 §10): `{tool, params}` → `{success, message, data, meta}`.
+"""`POST /composite-tools/invoke` (docs/api.md): `{tool, params}` → `{success, message, data, meta}`.
 
 The call goes through the same executor as MCP calls (policy, validation,
 admission, a run record). A tool failure is a 200 with `success: false`
@@ -88,7 +88,7 @@ async def invoke(
 
 
 def _selected(service: DefinitionService, tool: Any) -> tuple[str | None, str | None]:
-    """`backend/tool` and the backend of the operation a router ran (seed 002's selectedOperation, integration)."""
+    """`backend/tool` and the backend of the operation a router ran (`meta.selectedOperation`, `meta.integration`)."""
     if not isinstance(tool, str):
         return None, None
     entry = service.gateway.catalog.get(tool)
