@@ -11,6 +11,9 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+MAX_LISTED = 500
+"""The most run records one listing returns (REST `GET /runs` and `toolweave runs --limit`)."""
+
 RunStatus = Literal[
     "running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required"
 ]

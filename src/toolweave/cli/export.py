@@ -11,8 +11,7 @@ import typer
 from rich.markup import escape
 
 from toolweave.cli.common import ConfigOption, err, load_config_or_exit, quiet_logging
-from toolweave.cli.running import GatewayError, LocalOption, UrlOption, find_gateway
-from toolweave.cli.tools import fail, said_which
+from toolweave.cli.running import GatewayError, LocalOption, UrlOption, fail, find_gateway, said_which
 from toolweave.export import FORMATS
 
 

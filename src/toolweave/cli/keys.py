@@ -1,4 +1,6 @@
-"""`toolweave keys`: create (shown once), list, revoke API keys in the config's database."""
+"""`toolweave keys`: create (shown once), list, revoke API keys: through the gateway running for the
+config when there is one (`cli/running.py`; REST `/api/v1/keys`, scope tools:admin), else in the config's
+database (or `--database`) directly. The output is the same either way; a line on stderr says which."""
 
 from __future__ import annotations
 
@@ -20,8 +22,22 @@ from toolweave.cli.common import (
     when,
     with_database,
 )
+from toolweave.cli.running import (
+    DATABASE_HERE,
+    LocalOption,
+    Running,
+    UrlOption,
+    find_gateway,
+    said_which,
+    through_gateway,
+)
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
+
+
+def _gateway(config: Any, database: str | None, url: str | None, local: bool) -> Running | None:
+    """`--database` names a database to use directly; otherwise the running gateway, if any."""
+    return None if database else find_gateway(config, url, local)
 
 
 @keys_app.command("create")
@@ -37,21 +53,35 @@ def keys_create(
     name: Annotated[str | None, typer.Option("--name", help="A label to tell keys apart.")] = None,
     config: ConfigOption = None,
     database: DatabaseOption = None,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
     """Create a key and print it ONCE (only its hash is stored). The key alone goes to stdout."""
-    from toolweave.store import KeyRepository
-
     wanted = [scope.strip() for scope in scopes.split(",") if scope.strip()]
-    info, plaintext = with_database(
-        database_url(config, database), lambda db: KeyRepository(db).create(tenant, wanted, name=name)
-    )
+    body = {"tenant": tenant, "scopes": wanted, "name": name}
+    running = _gateway(config, database, url, local)
+    created = through_gateway(running, lambda r: r.post("/api/v1/keys", body)) if running else None
+    if created is None:
+        if running is None:
+            said_which(None, local, DATABASE_HERE)
+        created = _created_here(database_url(config, database), tenant, wanted, name)
+    info = created["key"]
     err.print(
-        f"created key [bold]{info.id}[/] ({info.prefix}…) for tenant [bold]{escape(info.tenant)}[/] "
-        f"with scopes {', '.join(info.scopes)}. It is shown once: store it now.",
+        f"created key [bold]{info['id']}[/] ({info['prefix']}…) for tenant [bold]{escape(info['tenant'])}[/] "
+        f"with scopes {', '.join(info['scopes'])}. It is shown once: store it now.",
         highlight=False,
         soft_wrap=True,
     )
-    print(plaintext)
+    print(created["secret"])
+
+
+def _created_here(url: str, tenant: str, scopes: list[str], name: str | None) -> dict[str, Any]:
+    """The same body `POST /api/v1/keys` answers."""
+    from toolweave.server.api.present import key_out
+    from toolweave.store import KeyRepository
+
+    info, secret = with_database(url, lambda db: KeyRepository(db).create(tenant, scopes, name=name))
+    return {"key": key_out(info).model_dump(mode="json"), "secret": secret}
 
 
 @keys_app.command("list")
@@ -60,42 +90,46 @@ def keys_list(
     config: ConfigOption = None,
     database: DatabaseOption = None,
     as_json: JsonOption = False,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
     """Every key (never the key itself): id, tenant, name, prefix, scopes, last use, revocation."""
-    from toolweave.store import KeyRepository
-
-    keys = with_database(database_url(config, database), lambda db: KeyRepository(db).list(tenant))
+    running = _gateway(config, database, url, local)
+    query = {"tenant": tenant} if tenant else None
+    answer = through_gateway(running, lambda r: r.get("/api/v1/keys", query)) if running else None
+    if answer is None:
+        if running is None:
+            said_which(None, local, DATABASE_HERE)
+        keys = _listed_here(database_url(config, database), tenant)
+    else:
+        keys = answer["keys"]
     if as_json:
-        rows = [
-            {
-                "id": k.id,
-                "tenant": k.tenant,
-                "name": k.name,
-                "prefix": k.prefix,
-                "scopes": list(k.scopes),
-                "createdAt": k.created_at.isoformat(),
-                "lastUsedAt": k.last_used_at.isoformat() if k.last_used_at else None,
-                "revokedAt": k.revoked_at.isoformat() if k.revoked_at else None,
-            }
-            for k in keys
-        ]
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(keys, indent=2))
         return
     table = Table(title=f"{len(keys)} keys", title_justify="left")
     for column in ("id", "tenant", "name", "prefix", "scopes", "created", "last used", "revoked"):
         table.add_column(column)
     for k in keys:
         table.add_row(
-            k.id,
-            escape(k.tenant),
-            escape(k.name or ""),
-            k.prefix,
-            ",".join(k.scopes),
-            when(k.created_at),
-            when(k.last_used_at),
-            when(k.revoked_at),
+            k["id"],
+            escape(k["tenant"]),
+            escape(k["name"] or ""),
+            k["prefix"],
+            ",".join(k["scopes"]),
+            when(k["createdAt"]),
+            when(k["lastUsedAt"]),
+            when(k["revokedAt"]),
         )
     out.print(table)
+
+
+def _listed_here(url: str, tenant: str | None) -> list[dict[str, Any]]:
+    """The same rows `GET /api/v1/keys` answers."""
+    from toolweave.server.api.present import key_out
+    from toolweave.store import KeyRepository
+
+    keys = with_database(url, lambda db: KeyRepository(db).list(tenant))
+    return [key_out(info).model_dump(mode="json") for info in keys]
 
 
 @keys_app.command("revoke")
@@ -103,24 +137,43 @@ def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key's id (from `keys list`).")],
     config: ConfigOption = None,
     database: DatabaseOption = None,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
     """Revoke a key now; running gateways sharing the database are told at once (or within `sync_interval`)."""
+    from urllib.parse import quote
+
+    path = f"/api/v1/keys/{quote(key_id, safe='')}/revoke"
+    running = _gateway(config, database, url, local)
+    revoked = through_gateway(running, lambda r: r.post(path, {}), not_found={}) if running else None
+    if revoked is None:
+        if running is None:
+            said_which(None, local, DATABASE_HERE)
+        revoked = _revoked_here(config, database, key_id)
+    if not revoked:
+        err.print(f"[red]no API key {escape(key_id)!r}[/]")
+        raise typer.Exit(1)
+    out.print(
+        f"revoked key {revoked['id']} ({revoked['prefix']}…) of tenant {escape(revoked['tenant'])}",
+        highlight=False,
+    )
+
+
+def _revoked_here(config: Any, database: str | None, key_id: str) -> dict[str, Any]:
+    """Revoke in the database and announce it on the change feed; {} when there is no such key."""
+    from toolweave.server.api.present import key_out
     from toolweave.store import KeyRepository, NotFound
 
     redis_url = config_redis_url(config, database)
 
-    async def revoke(db: Any) -> Any:
+    async def revoke(db: Any) -> dict[str, Any]:
         from toolweave.services.change_feed import Change, announce
 
         try:
             info = await KeyRepository(db).revoke(key_id)
         except NotFound:
-            return None
+            return {}
         await announce(db, Change("key", id=info.id), redis_url=redis_url)
-        return info
+        return key_out(info).model_dump(mode="json")
 
-    info = with_database(database_url(config, database), revoke)
-    if info is None:
-        err.print(f"[red]no API key {escape(key_id)!r}[/]")
-        raise typer.Exit(1)
-    out.print(f"revoked key {info.id} ({info.prefix}…) of tenant {escape(info.tenant)}", highlight=False)
+    return with_database(database_url(config, database), revoke)

@@ -3,8 +3,8 @@ that gateway's REST API instead of starting every backend itself.
 
 `toolweave serve -c CONFIG` writes `<cache>/toolweave/gateways/<hash of CONFIG's absolute path>.json`
 (`<cache>` is `$XDG_CACHE_HOME` or `~/.cache`) with its URL and process id, and removes it on exit.
-`tools`, `call` and `export` then go through that gateway: the same backends, sessions and state a
-client sees, answered in milliseconds. `--url` (or `TOOLWEAVE_URL`) names a gateway explicitly,
+`tools`, `call`, `export`, `runs` and `keys` then go through that gateway: the same backends, sessions
+and state a client sees, answered in milliseconds. `--url` (or `TOOLWEAVE_URL`) names a gateway explicitly,
 `--local` never uses one; `TOOLWEAVE_API_KEY` is sent when the gateway requires keys.
 
 Plain `urllib`: a command that only talks to a gateway must not pay for importing an HTTP client.
@@ -19,12 +19,14 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+T = TypeVar("T")
 URL_ENV = "TOOLWEAVE_URL"
 KEY_ENV = "TOOLWEAVE_API_KEY"
 TIMEOUT = 330.0
@@ -49,9 +51,13 @@ LocalOption = Annotated[
 class GatewayError(Exception):
     """The running gateway answered with an error (its message is the one to show), or is unreachable."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, problems: list[tuple[str, str]] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.problems = problems or []
+        """The API's `problems` (path, message), for a refusal that lists them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,23 +88,30 @@ class Running:
             with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
                 return json.loads(answer.read() or b"null")
         except urllib.error.HTTPError as error:
-            raise GatewayError(_problem_message(error), error.code) from None
+            raise _gateway_error(error) from None
         except (OSError, ValueError) as error:
             reason = getattr(error, "reason", error)
             raise GatewayError(f"the gateway at {self.url} cannot be reached: {reason}") from None
 
 
-def _problem_message(error: urllib.error.HTTPError) -> str:
-    """The API's own message (`{"error": {"message": ...}}`), else the status line."""
+def _gateway_error(error: urllib.error.HTTPError) -> GatewayError:
+    """The API's own message and problems (`{"error": {"message", "problems"}}`), else the status line."""
     try:
         payload = json.loads(error.read() or b"{}")
     except ValueError:
         payload = {}
     problem = payload.get("error") if isinstance(payload, dict) else None
-    message = problem.get("message") if isinstance(problem, dict) else None
+    problem = problem if isinstance(problem, dict) else {}
+    message = problem.get("message")
     if error.code == 401 and not os.environ.get(KEY_ENV):
         message = f"{message or 'unauthorized'} (set {KEY_ENV} to an API key)"
-    return message or f"HTTP {error.code} {error.reason}"
+    listed = problem.get("problems")
+    problems = [
+        (str(p.get("path", "")), str(p.get("message", "")))
+        for p in (listed if isinstance(listed, list) else [])
+        if isinstance(p, dict)
+    ]
+    return GatewayError(message or f"HTTP {error.code} {error.reason}", error.code, problems)
 
 
 # -- the state file ------------------------------------------------------------------------------
@@ -170,3 +183,64 @@ def find_gateway(config_path: Path | None, url: str | None, local: bool) -> Runn
             path.unlink()  # a gateway that died without cleaning up
         return None
     return Running(state["url"], f"the running gateway at {state['url']} (pid {state['pid']})")
+
+
+# -- saying which was used -----------------------------------------------------------------------
+
+BACKENDS_HERE = "starting its backends in this process"
+DATABASE_HERE = "using its database directly"
+
+
+def said_which(running: Running | None, local: bool = False, here: str = BACKENDS_HERE) -> None:
+    """One line on stderr: which gateway answered, or what this process does instead (`here`); stdout
+    stays the same either way."""
+    from rich.markup import escape
+
+    from toolweave.cli.common import err
+
+    if running is not None:
+        message = f"via {escape(running.how)}"
+    elif local:
+        message = f"--local: {here.replace('its ', 'the ')}"
+    else:
+        message = (
+            f"no gateway running for this config: {here} "
+            "(`toolweave serve` keeps them running and this command then uses it)"
+            if here == BACKENDS_HERE
+            else f"no gateway running for this config: {here}"
+        )
+    err.print(f"[dim]{message}[/]", highlight=False, soft_wrap=True)
+
+
+def fail(error: GatewayError) -> NoReturn:
+    from rich.markup import escape
+
+    from toolweave.cli.common import err
+
+    err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def through_gateway(
+    running: Running, request: Callable[[Running], T], not_found: T | None = None
+) -> T | None:
+    """`request(running)` for `keys` and `runs`, saying which gateway; `not_found` when it answers 404
+    (if given); None when that gateway requires an API key and none is set, so the command uses the
+    config's database instead (its user can read that database anyway, and bootstrapping the first admin
+    key must not need a key). Other errors exit 1."""
+    from toolweave.cli.common import err
+
+    said_which(running)
+    try:
+        return request(running)
+    except GatewayError as error:
+        if error.status == 404 and not_found is not None:
+            return not_found
+        if error.status != 401 or os.environ.get(KEY_ENV):
+            fail(error)
+    err.print(
+        f"[dim]it requires an API key and {KEY_ENV} is not set: {DATABASE_HERE}[/]",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return None

@@ -1,10 +1,12 @@
-"""`toolweave runs`: list, show and resume run records."""
+"""`toolweave runs`: list, show and resume run records: through the gateway running for the config when
+there is one (`cli/running.py`; REST `/api/v1/runs`), else in the config's database (or `--database`)
+directly. The output is the same either way; a line on stderr says which."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -22,11 +24,29 @@ from toolweave.cli.common import (
     when,
     with_database,
 )
+from toolweave.cli.running import (
+    DATABASE_HERE,
+    GatewayError,
+    LocalOption,
+    Running,
+    UrlOption,
+    fail,
+    find_gateway,
+    said_which,
+    through_gateway,
+)
+from toolweave.runs import MAX_LISTED
 
 runs_app = typer.Typer(help="Run records of composite (and recorded direct) calls.")
 
 
+def _gateway(config: Any, database: str | None, url: str | None, local: bool) -> Running | None:
+    """`--database` names a database to use directly; otherwise the running gateway, if any."""
+    return None if database else find_gateway(config, url, local)
+
+
 def _run_dict(record: Any) -> dict[str, Any]:
+    """The same body `GET /api/v1/runs/{id}` answers."""
     from toolweave.server.api.present import run_out
 
     return run_out(record).model_dump(mode="json")
@@ -41,40 +61,56 @@ def runs_list(
     ] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's runs.")] = None,
     limit: Annotated[
-        int, typer.Option("--limit", min=1, max=10_000, help="At most this many, newest first.")
+        int, typer.Option("--limit", min=1, max=MAX_LISTED, help="At most this many, newest first.")
     ] = 20,
     config: ConfigOption = None,
     database: DatabaseOption = None,
     as_json: JsonOption = False,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
     """List recent runs, newest first. `toolweave runs show ID` for one run with its steps."""
     if ctx.invoked_subcommand is not None:
         return
-    from toolweave.store import SqlRunStore
-
-    records = with_database(
-        database_url(config, database),
-        lambda db: SqlRunStore(db).list_runs(tenant=tenant, tool=tool, status=status, limit=limit),
-    )
+    query = {k: v for k, v in {"tool": tool, "status": status, "tenant": tenant, "limit": limit}.items() if v}
+    running = _gateway(config, database, url, local)
+    answer = through_gateway(running, lambda r: r.get("/api/v1/runs", query)) if running else None
+    if answer is None:
+        if running is None:
+            said_which(None, local, DATABASE_HERE)
+        records = _listed_here(database_url(config, database), tenant, tool, status, limit)
+    else:
+        records = answer["runs"]
     if as_json:
-        print(json.dumps([_run_dict(r) for r in records], indent=2))
+        print(json.dumps(records, indent=2))
         return
     table = Table(title=f"{len(records)} runs", title_justify="left")
     for column in ("id", "started", "tool", "kind", "tenant", "status", "operation", "ms", "error"):
         table.add_column(column)
     for r in records:
         table.add_row(
-            r.id,
-            when(r.started_at),
-            escape(r.tool),
-            r.kind,
-            escape(r.tenant or ""),
-            r.status,
-            escape(r.operation or ""),
-            f"{r.latency_ms:.0f}",
-            escape((r.error or "").split("\n")[0][:60]),
+            r["id"],
+            when(r["startedAt"]),
+            escape(r["tool"]),
+            r["kind"],
+            escape(r["tenant"] or ""),
+            r["status"],
+            escape(r["operation"] or ""),
+            f"{r['latencyMs']:.0f}",
+            escape((r["error"] or "").split("\n")[0][:60]),
         )
     out.print(table)
+
+
+def _listed_here(
+    url: str, tenant: str | None, tool: str | None, status: str | None, limit: int
+) -> list[dict[str, Any]]:
+    from toolweave.store import SqlRunStore
+
+    records = with_database(
+        url, lambda db: SqlRunStore(db).list_runs(tenant=tenant, tool=tool, status=status, limit=limit)
+    )
+    return [_run_dict(record) for record in records]
 
 
 @runs_app.command("show")
@@ -82,15 +118,30 @@ def runs_show(
     run_id: Annotated[str, typer.Argument(help="The run's id.")],
     config: ConfigOption = None,
     database: DatabaseOption = None,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
     """One run as JSON: arguments (secrets redacted), operation and reason, steps, error."""
-    from toolweave.store import SqlRunStore
+    from urllib.parse import quote
 
-    record = with_database(database_url(config, database), lambda db: SqlRunStore(db).get_run(run_id))
-    if record is None:
+    path = f"/api/v1/runs/{quote(run_id, safe='')}"
+    running = _gateway(config, database, url, local)
+    shown = through_gateway(running, lambda r: r.get(path), not_found={}) if running else None
+    if shown is None:
+        if running is None:
+            said_which(None, local, DATABASE_HERE)
+        shown = _shown_here(database_url(config, database), run_id)
+    if not shown:
         err.print(f"[red]no run {escape(run_id)!r}[/]")
         raise typer.Exit(1)
-    print(json.dumps(_run_dict(record), indent=2, ensure_ascii=False))
+    print(json.dumps(shown, indent=2, ensure_ascii=False))
+
+
+def _shown_here(url: str, run_id: str) -> dict[str, Any]:
+    from toolweave.store import SqlRunStore
+
+    record = with_database(url, lambda db: SqlRunStore(db).get_run(run_id))
+    return {} if record is None else _run_dict(record)
 
 
 @runs_app.command("resume")
@@ -109,6 +160,8 @@ def runs_resume(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result as JSON (as `call` does).")
     ] = True,
+    url: UrlOption = None,
+    local: LocalOption = False,
 ) -> None:
     """Continue an interrupted run as the same run: completed workflow steps are not run again, and the step
     that was in flight only when its tool is idempotent or the step retries. Prints the result as `call`
@@ -123,6 +176,38 @@ def runs_resume(
         if not isinstance(arguments, dict):
             err.print(f"[red]--args must be a JSON object[/], got {type(arguments).__name__}")
             raise typer.Exit(2)
+    running = find_gateway(config, url, local)
+    result = (
+        _resumed_by(running, run_id, arguments)
+        if running is not None
+        else _resumed_here(config, run_id, arguments, local)
+    )
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    raise typer.Exit(1 if result.get("isError") else 0)
+
+
+def _cannot_resume(message: str, problems: list[tuple[str, str]]) -> NoReturn:
+    err.print(f"[red]cannot resume:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    for path, problem in problems:
+        err.print(f"  [red]•[/] {escape(path)}: {escape(problem)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def _resumed_by(running: Running, run_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Through the running gateway: its backends, and no second process racing it for the run."""
+    from urllib.parse import quote
+
+    said_which(running)
+    try:
+        answer = running.post(f"/api/v1/runs/{quote(run_id, safe='')}/resume", {"arguments": arguments})
+    except GatewayError as error:
+        if error.status in (404, 409, 422):
+            _cannot_resume(str(error), error.problems)
+        fail(error)
+    return {key: value for key, value in answer.items() if value is not None}
+
+
+def _resumed_here(config: Any, run_id: str, arguments: dict[str, Any], local: bool) -> dict[str, Any]:
     from toolweave.executor.resume import ResumeError
     from toolweave.results import result_to_dict
     from toolweave.services.offline import resume_offline
@@ -130,15 +215,12 @@ def runs_resume(
 
     cfg = load_config_or_exit(config)
     quiet_logging("error")
+    said_which(None, local)
     try:
         result = asyncio.run(resume_offline(cfg, run_id, arguments))
     except ResumeError as error:
-        err.print(f"[red]cannot resume:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
-        for path, message in error.problems:
-            err.print(f"  [red]•[/] {escape(path)}: {escape(message)}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        _cannot_resume(error.message, list(error.problems))
     except (StoreError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
-    print(json.dumps(result_to_dict(result), indent=2, ensure_ascii=False))
-    raise typer.Exit(1 if result.is_error else 0)
+    return result_to_dict(result)

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from toolweave.cli.common import ConfigOption, JsonOption, err, load_config_or_exit, out, quiet_logging
-from toolweave.cli.running import GatewayError, LocalOption, Running, UrlOption, find_gateway
+from toolweave.cli.running import (
+    GatewayError,
+    LocalOption,
+    Running,
+    UrlOption,
+    fail,
+    find_gateway,
+    said_which,
+)
 from toolweave.cli.serve import open_run_store_or_warn
 
 
@@ -130,22 +138,3 @@ def _called_here(config: Any, name: str, arguments: dict[str, Any], local: bool)
     from toolweave.results import result_to_dict
 
     return result_to_dict(asyncio.run(run()))
-
-
-def said_which(running: Running | None, local: bool = False) -> None:
-    """One line on stderr: which gateway answered (stdout stays the same either way)."""
-    if running is not None:
-        message = f"via {escape(running.how)}"
-    elif local:
-        message = "--local: starting the backends in this process"
-    else:
-        message = (
-            "no gateway running for this config: starting its backends in this process "
-            "(`toolweave serve` keeps them running and this command then uses it)"
-        )
-    err.print(f"[dim]{message}[/]", highlight=False, soft_wrap=True)
-
-
-def fail(error: GatewayError) -> NoReturn:
-    err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-    raise typer.Exit(1)

@@ -14,7 +14,18 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.openapi.utils import get_openapi
 
 from toolweave import __version__
-from toolweave.server.api import backends, batch, composites, connections, deps, events, invoke, runs, tools
+from toolweave.server.api import (
+    backends,
+    batch,
+    composites,
+    connections,
+    deps,
+    events,
+    invoke,
+    keys,
+    runs,
+    tools,
+)
 from toolweave.server.api.errors import install_error_handlers
 from toolweave.server.api.models import ErrorResponse
 from toolweave.services.runtime import ServerRuntime
@@ -53,7 +64,7 @@ def build_api(runtime: ServerRuntime) -> FastAPI:
     api.state.runtime = runtime
     install_error_handlers(api)
     v1 = APIRouter(prefix=PREFIX, responses=_ERRORS)
-    for module in (tools, batch, invoke, composites, runs, backends, connections, events):
+    for module in (tools, batch, invoke, composites, runs, backends, connections, keys, events):
         v1.include_router(module.router)
     api.include_router(v1)
 

@@ -260,6 +260,43 @@ class ResumeRequest(RequestBody):
     )
 
 
+class KeyOut(BaseModel):
+    """An API key without the key itself (only its hash is stored)."""
+
+    id: str
+    tenant: str
+    name: str | None = None
+    prefix: str = Field(description="`tw_` and the key's first 8 random characters, to tell keys apart")
+    scopes: list[str]
+    createdAt: datetime
+    lastUsedAt: datetime | None = None
+    revokedAt: datetime | None = None
+
+
+class KeyList(BaseModel):
+    keys: list[KeyOut]
+
+
+class KeyCreate(RequestBody):
+    tenant: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The tenant the key acts for; a tenant's own key may only create keys for its tenant "
+        "(the default)",
+    )
+    scopes: list[str] = Field(
+        default_factory=lambda: ["tools:read", "tools:call"],
+        max_length=8,
+        description="tools:read, tools:call, tools:admin, tools:federate; at most the caller's own",
+    )
+    name: str | None = Field(default=None, max_length=200, description="A label to tell keys apart")
+
+
+class KeyCreated(BaseModel):
+    key: KeyOut
+    secret: str = Field(description="The key itself: shown this once, only its hash is stored")
+
+
 class BackendOut(BaseModel):
     name: str
     transport: str

@@ -13,9 +13,9 @@ from toolweave.export import export_tool
 from toolweave.gateway import Gateway
 from toolweave.results import result_to_dict
 from toolweave.runs import RunRecord
-from toolweave.server.api.models import AiTool, CallResult, CompositeDetail, RunOut, StepOut
+from toolweave.server.api.models import AiTool, CallResult, CompositeDetail, KeyOut, RunOut, StepOut
 from toolweave.services.definitions import DefinitionService
-from toolweave.store import StoredComposite
+from toolweave.store import ApiKeyInfo, StoredComposite
 
 
 def ai_tool(gateway: Gateway, entry: Entry, tenant: str | None, stored: StoredComposite | None) -> AiTool:
@@ -118,6 +118,20 @@ def run_out(record: RunRecord) -> RunOut:
         startedAt=_utc(record.started_at),
         finishedAt=_utc(record.finished_at) if record.finished_at is not None else None,
         events=list(record.events),
+    )
+
+
+def key_out(info: ApiKeyInfo) -> KeyOut:
+    """What `GET /keys` and `toolweave keys list --json` show of a key: everything but the key."""
+    return KeyOut(
+        id=info.id,
+        tenant=info.tenant,
+        name=info.name,
+        prefix=info.prefix,
+        scopes=list(info.scopes),
+        createdAt=info.created_at,
+        lastUsedAt=info.last_used_at,
+        revokedAt=info.revoked_at,
     )
 
 

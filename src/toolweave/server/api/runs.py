@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Depends, Path, Query
 
 from toolweave.executor import Session
 from toolweave.executor.resume import ResumeError, resume_run
+from toolweave.runs import MAX_LISTED
 from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, READ, require, runtime
 from toolweave.server.api.errors import ApiError
@@ -29,12 +30,18 @@ RunStatus = Annotated[
 async def list_runs(
     tool: Annotated[str | None, Query(max_length=200)] = None,
     status: RunStatus = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: Annotated[int, Query(ge=1, le=MAX_LISTED)] = 50,
+    tenant: Annotated[
+        str | None, Query(max_length=200, description="Only this tenant's runs (the operator's choice)")
+    ] = None,
     caller: Session = Depends(require(READ)),
     rt: ServerRuntime = Depends(runtime),
 ) -> RunList:
-    """A tenant sees exactly its own runs; without auth (no tenant) every run is listed."""
-    records = await rt.runs.list_runs(tenant=caller.tenant, tool=tool, status=status, limit=limit)
+    """A tenant sees exactly its own runs; without auth (no tenant) every run is listed, or `tenant`'s."""
+    if caller.tenant is not None and tenant is not None and tenant != caller.tenant:
+        raise ApiError(403, "forbidden", f"this API key acts for tenant {caller.tenant!r}, not {tenant!r}")
+    wanted = caller.tenant if caller.tenant is not None else tenant
+    records = await rt.runs.list_runs(tenant=wanted, tool=tool, status=status, limit=limit)
     return RunList(runs=[present.run_out(record) for record in records])
 
 
