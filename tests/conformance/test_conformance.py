@@ -60,12 +60,7 @@ SCENARIOS = [
 """The `all` suite of conformance 0.1.16, in its order; a new suite version with other scenarios fails
 `test_the_suite_runs_every_scenario` rather than passing unnoticed."""
 
-_NOT_RELAYED = "not relayed by the gateway yet: "
-GAPS: dict[str, str] = {
-    "elicitation-sep1330-enums": _NOT_RELAYED
-    + "an elicitation the backend sends on its standalone stream while an earlier call of another client "
-    "is still in flight (the suite's server-sse-polling leaves one): which client to ask is not on the wire",
-}
+GAPS: dict[str, str] = {}
 """Scenarios not yet relayed faithfully (expected to fail through the gateway), with the reason."""
 
 _RUN_FOLDER = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")

@@ -1,12 +1,13 @@
 """An MCP server whose tools need the client mid-call: stdio by default, streamable HTTP with `--http PORT`.
 
 `ask_model` asks for sampling, `ask_user` for an elicitation, `list_roots` for the client's roots,
-`chatty` logs at two levels; the `greet` prompt completes its `name` argument.
+`chatty` logs at two levels, `hang` never answers; the `greet` prompt completes its `name` argument.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -50,6 +51,13 @@ async def chatty(ctx: Context) -> str:
     await ctx.log("debug", "a debug detail")
     await ctx.log("warning", {"disk": "almost full"}, logger_name="storage")
     return "logged"
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answers (until the caller gives up): a call that stays in flight."""
+    await asyncio.Event().wait()
+    return "unreachable"
 
 
 @server.prompt(description="Greet someone")

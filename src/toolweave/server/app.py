@@ -25,7 +25,7 @@ from toolweave.server.federation import federation_route
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
-from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
+from toolweave.server.mcp.transport import ExchangeEnd, ModernJsonRouter, PlainModernLane
 from toolweave.server.ui import ui_routes
 from toolweave.services.runtime import ServerRuntime
 
@@ -84,7 +84,7 @@ def create_app(
             lane=PlainModernLane(front, session_manager.security_settings),
         )
     quota = SessionQuota(endpoint, limits, live=lambda sid: any(_is_open(m, sid) for m in managers))
-    mcp_route = Route("/mcp", endpoint=quota)
+    mcp_route = Route("/mcp", endpoint=ExchangeEnd(quota))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -11,6 +11,7 @@ import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import mcp_types as types
 import pytest
 import relayserver
@@ -21,6 +22,7 @@ from mcp_types import METHOD_NOT_FOUND
 from support.configs import stdio_backend
 from support.fixtures import OpenGateway, ServeGateway
 from support.paths import PYTHON, RELAYSERVER
+from support.processes import wait_until
 from support.results import text
 from support.serving import serve_asgi
 from toolweave.backends import mcp as mcp_backend
@@ -31,7 +33,10 @@ async def relay_backend(transport: str) -> AsyncIterator[dict[str, Any]]:
     if transport == "stdio":
         yield {"name": "rs", "command": PYTHON, "args": [str(RELAYSERVER)]}
         return
-    async with serve_asgi(relayserver.server.streamable_http_app(), lifespan="auto") as base:
+    # the gateway's backend connection (its standalone stream, a hanging call) outlives the block: a
+    # short graceful shutdown rather than uvicorn waiting for it
+    app = relayserver.server.streamable_http_app()
+    async with serve_asgi(app, lifespan="auto", timeout_graceful_shutdown=0.5) as base:
         yield {"name": "rs", "url": f"{base}/mcp"}
 
 
@@ -110,3 +115,55 @@ async def test_features_no_backend_offers_are_not_advertised(
                 types.PromptReference(type="ref/prompt", name="ts__greet"), {"name": "name", "value": "A"}
             )
         assert raised.value.error.code == METHOD_NOT_FOUND
+
+
+async def _hang_call(url: str, stack: contextlib.AsyncExitStack) -> httpx.Response:
+    """A handshake-era client (declaring roots) whose `rs__hang` call is in flight; returns the open response."""
+    http = await stack.enter_async_context(httpx.AsyncClient(timeout=10))
+    headers = {"accept": "application/json, text/event-stream"}
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"roots": {}},
+        "clientInfo": {"name": "a", "version": "1"},
+    }
+    opened = await http.post(
+        url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}, headers=headers
+    )
+    headers |= {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "rs__hang", "arguments": {}},
+    }
+    request = http.build_request("POST", url, json=call, headers=headers)
+    return await http.send(request, stream=True)
+
+
+async def test_a_client_that_walked_away_is_not_asked(
+    open_gateway: OpenGateway, serve_gateway: ServeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend's request on its standalone stream (`roots/list` without a related request) names no call.
+    With two clients' calls in flight nobody is asked; once one client has closed its call's stream (the
+    call runs on: a disconnect is no cancellation) it cannot hear a request, so the other one is asked.
+    The conformance suite's server-sse-polling leaves such a call behind (elicitation-sep1330-enums)."""
+    monkeypatch.setattr(mcp_backend, "Client", functools.partial(Client, mode="legacy"))
+    async with relay_backend("http") as entry, contextlib.AsyncExitStack() as stack:
+        gateway = await open_gateway({"backends": [{**entry, "timeout": 60}]})
+        url = await serve_gateway(gateway)
+        backend = gateway.backends["rs"]
+        hanging = await _hang_call(url, stack)
+        await wait_until(lambda: backend._calls_in_flight == 1, what="the first call in flight")
+        async with Client(url, mode="legacy", list_roots_callback=roots) as client:
+            refused = await client.call_tool("rs__list_roots", {})
+            assert refused.is_error and "List roots not supported" in text(refused)
+            await hanging.aclose()  # the first client walks away from its call
+            await wait_until(lambda: _only_listener_left(gateway), what="the first client gone")
+            assert text(await client.call_tool("rs__list_roots", {})) == "file:///work/project"
+        assert backend._calls_in_flight == 1  # the abandoned call still runs
+
+
+def _only_listener_left(gateway: Any) -> bool:
+    callers = gateway.backends["rs"]._callers
+    return len(callers) == 1 and not callers[0].can_answer("roots/list")

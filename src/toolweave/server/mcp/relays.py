@@ -31,6 +31,7 @@ from toolweave import sdk_compat
 from toolweave.backends.base import naming_backend
 from toolweave.backends.relay import RelayError
 from toolweave.gateway import Gateway
+from toolweave.server.mcp.transport import EXCHANGE_OVER
 
 logger = logging.getLogger("toolweave.server")
 
@@ -59,9 +60,12 @@ class CallerChannel:
         self._relays = relays
 
     def can_answer(self, method: str) -> bool:
-        """A handshake-era client that declared the capability; 2026-07-28 has no server requests."""
+        """A handshake-era client that declared the capability and still listens on its call's stream;
+        2026-07-28 has no server requests."""
         capability = _CAPABILITY.get(method)
         if capability is None or self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return False
+        if self.gone():
             return False
         try:
             session = self._ctx.session
@@ -70,6 +74,11 @@ class CallerChannel:
         except Exception:  # noqa: BLE001 - a connection without a handshake declared nothing
             return False
         return reachable and capabilities is not None and getattr(capabilities, capability, None) is not None
+
+    def gone(self) -> bool:
+        """Whether the client's HTTP exchange for this call has ended (it walked away; `transport.ExchangeEnd`)."""
+        scope = getattr(getattr(self._ctx, "request", None), "scope", None)
+        return isinstance(scope, dict) and scope.get(EXCHANGE_OVER, False) is True
 
     async def request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Sent as the backend wrote it (no re-validation that would add or drop fields)."""

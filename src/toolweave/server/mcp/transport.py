@@ -24,6 +24,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
 _VERSION_HEADER = b"mcp-protocol-version"
+EXCHANGE_OVER = "toolweave.exchange_over"
+"""Set (True) in an `/mcp` request's ASGI scope once its HTTP exchange has ended: the response is complete
+or the client went away. A call still running after that cannot reach its client (`ExchangeEnd`)."""
 WATCH_AFTER = 0.05
 """Seconds a JSON-answered request runs before its connection is watched for a disconnect."""
 
@@ -173,6 +176,27 @@ async def _cancel_on_disconnect(app: Any, scope: Any, receive: Any, real_receive
         timer.cancel()
         if watcher is not None:
             watcher.cancel()
+
+
+class ExchangeEnd:
+    """Marks each `/mcp` request's scope with `EXCHANGE_OVER` when its HTTP exchange ends.
+
+    A handshake-era client that walks away from a call (closes its response stream) leaves the call
+    running, as the spec asks (a disconnect is not a cancellation), but nothing can reach that client
+    on the call's stream any more: the gateway keeps no event store, so a request or log message
+    related to the call would be dropped and a relayed backend request would wait for an answer that
+    never comes. The handler sees the same scope (`ctx.request.scope`), so `relays.CallerChannel` can
+    tell a client that is still listening from one that left.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            scope[EXCHANGE_OVER] = True
 
 
 class PlainModernLane:
