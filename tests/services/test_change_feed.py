@@ -406,8 +406,12 @@ async def test_a_connection_changed_on_a_closes_the_tenants_session_on_b(
 
             # B had no session for alice yet: the first call loads her connection (a put on A
             # also drops a cached "no connection" on B, which the second put below relies on)
-            await eventually(lambda: uses(SECRET), "B calls with alice's connection")
-            assert ("alice", "hdr") in b.runtime.tenant_backends.opened()
+            async def opened_with(secret: str) -> bool:
+                # polling may deliver A's put after this call opened the session, and close it
+                # once: it counts as opened when a call uses the secret and the session stays
+                return await uses(secret) and ("alice", "hdr") in b.runtime.tenant_backends.opened()
+
+            await eventually(lambda: opened_with(SECRET), "B calls with alice's connection")
 
             rotated = SECRET + "-rotated"
             put = await api.put(f"{API}/connections/hdr", json={"headers": {"X-Token": rotated}})
