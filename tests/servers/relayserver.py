@@ -1,16 +1,18 @@
 """An MCP server whose tools need the client mid-call: stdio by default, streamable HTTP with `--http PORT`.
 
 `ask_model` asks for sampling, `ask_user` for an elicitation, `list_roots` for the client's roots,
-`chatty` logs at two levels, `hang` never answers; the `greet` prompt completes its `name` argument.
+`ask_all` asks all three the way that works on both revisions (`Resolve`: standalone requests on
+2025-11-25, an `InputRequiredResult` on 2026-07-28), `chatty` logs at two levels, `hang` never answers; the `greet` prompt completes its `name` argument.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Annotated
 
 import mcp_types as types
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from pydantic import BaseModel
 
 server = MCPServer("relayserver")
@@ -43,6 +45,31 @@ async def list_roots(ctx: Context) -> str:
     """The client's roots (roots/list)."""
     roots = await ctx.session.list_roots()
     return ", ".join(str(root.uri) for root in roots.roots)
+
+
+def _model(question: str) -> Sample:
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))
+    return Sample([message], max_tokens=50)
+
+
+def _user() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def _roots() -> ListRoots:
+    return ListRoots()
+
+
+@server.tool()
+async def ask_all(
+    question: str,
+    model: Annotated[types.CreateMessageResult, Resolve(_model)],
+    user: Annotated[Name, Resolve(_user)],
+    roots: Annotated[types.ListRootsResult, Resolve(_roots)],
+) -> str:
+    """Ask the model, the user and the client's roots, on either revision."""
+    said = model.content.text  # type: ignore[union-attr]
+    return f"model said: {said}; name: {user.name}; roots: {', '.join(str(r.uri) for r in roots.roots)}"
 
 
 @server.tool()

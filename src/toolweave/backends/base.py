@@ -27,6 +27,10 @@ logger = logging.getLogger("toolweave.backends")
 class Backend(ABC):
     """Base of every backend kind (MCP over stdio/HTTP, in-process Python)."""
 
+    asks_clients = False
+    """Whether a call may send the calling client requests mid-call (an MCP server's sampling,
+    elicitation, roots): a 2026-07-28 client's call then runs where it can return input requests."""
+
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
         self.name = config.name

@@ -62,6 +62,8 @@ _R = TypeVar("_R", types.CallToolResult, types.ReadResourceResult, types.GetProm
 class MCPBackend(Backend):
     """A stdio subprocess or a streamable HTTP server, kept connected."""
 
+    asks_clients = True
+
     def __init__(self, config, *, errlog: Any = None) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config)
         self._client: Client | None = None

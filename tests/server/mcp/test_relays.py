@@ -167,3 +167,36 @@ async def test_a_client_that_walked_away_is_not_asked(
 def _only_listener_left(gateway: Any) -> bool:
     callers = gateway.backends["rs"]._callers
     return len(callers) == 1 and not callers[0].can_answer("roots/list")
+
+
+@pytest.mark.parametrize("backend_mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_2026_client_is_asked_through_input_required(
+    open_gateway: OpenGateway,
+    serve_gateway: ServeGateway,
+    transport: str,
+    backend_mode: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On 2026-07-28 a server sends no requests: the backend's sampling, elicitation and roots requests
+    reach the client as the input requests of its call's `InputRequiredResult`, and the client's answers
+    (its retry's `inputResponses`) go back to the backend, whichever revision the backend speaks."""
+    monkeypatch.setattr(mcp_backend, "Client", functools.partial(Client, mode=backend_mode))
+    async with relay_backend(transport) as entry:
+        gateway = await open_gateway({"backends": [entry]})
+        url = await serve_gateway(gateway)
+        async with Client(
+            url, sampling_callback=sample, elicitation_callback=elicit, list_roots_callback=roots
+        ) as client:
+            assert client.protocol_version == "2026-07-28"
+            asked = await client.call_tool("rs__ask_all", {"question": "2+2?"})
+            assert text(asked) == "model said: 4 (to '2+2?'); name: Ada; roots: file:///work/project"
+            if backend_mode == "legacy":  # plain server requests: a 2026-07-28 backend cannot send them
+                asked = await client.call_tool("rs__ask_model", {"question": "3+3?"})
+                assert text(asked) == "model said: 4 (to '3+3?')"
+                assert text(await client.call_tool("rs__ask_user", {})) == "accept: Ada"
+                assert text(await client.call_tool("rs__list_roots", {})) == "file:///work/project"
+        async with Client(url) as plain:  # declared nothing: the SDK client's refusal reaches the backend
+            refused = await plain.call_tool("rs__ask_all", {"question": "?"})
+            assert refused.is_error and text(refused).endswith(" not supported"), text(refused)
+        assert gateway.backends["rs"].status == "connected"

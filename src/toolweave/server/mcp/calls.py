@@ -46,18 +46,35 @@ class CallLane:
         self._stamp = stamp
         """Adds the 2026-07-28 `serverInfo` stamp to a result dict."""
 
-    def may_elicit(self, name: str) -> bool:
-        """Whether a call of `name` may ask the user (then 2026-07-28 needs the InputBroker path)."""
+    def may_ask(self, name: str, capabilities: types.ClientCapabilities | None) -> bool:
+        """Whether a 2026-07-28 call of `name` may have to ask this client something mid-call (then it
+        takes the InputBroker path, whose `InputRequiredResult` carries the question): the gateway's own
+        questions (a composite's elicitation, approvals) need elicitation; a backend's sampling,
+        elicitation or roots request needs the capability it asks for, which the relay checks."""
+        if capabilities is None:
+            return False
         registry = self._registry
-        return may_elicit(registry.policy, registry.catalog.get(name))
+        entry = registry.catalog.get(name)
+        if capabilities.elicitation is not None and may_elicit(registry.policy, entry):
+            return True
+        declared = (capabilities.sampling, capabilities.elicitation, capabilities.roots)
+        if entry is None or all(capability is None for capability in declared):
+            return False
+        return entry.composite is not None or bool(getattr(entry.backend, "asks_clients", False))
 
     def fast_call(
-        self, params: Any, version: str, session: Session, *, can_elicit: bool, can_notify: bool = True
+        self,
+        params: Any,
+        version: str,
+        session: Session,
+        *,
+        capabilities: types.ClientCapabilities | None,
+        can_notify: bool = True,
     ) -> tuple[str, dict[str, Any]] | None:
         """(name, arguments) when the fast path answers this call exactly as the SDK would, else None.
 
-        `can_elicit`: the client declared elicitation; `can_notify`: the entry can send
-        progress and log notifications (the plain HTTP lane cannot).
+        `capabilities`: the client's; `can_notify`: the entry can send progress and log
+        notifications (the plain HTTP lane cannot).
         """
         found = plain_call_params(params)
         if found is None or lacks_call_scope(session):
@@ -66,7 +83,11 @@ class CallLane:
             meta = params.get("_meta")
             if isinstance(meta, Mapping) and ("progressToken" in meta or LOG_LEVEL_META_KEY in meta):
                 return None
-        if can_elicit and version in MODERN_PROTOCOL_VERSIONS and self.may_elicit(found[0]):
+        if (
+            capabilities is not None
+            and version in MODERN_PROTOCOL_VERSIONS
+            and self.may_ask(found[0], capabilities)
+        ):
             return None  # may need the 2026-07-28 background path (InputBroker)
         return found
 

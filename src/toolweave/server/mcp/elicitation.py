@@ -13,25 +13,32 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
+from pydantic import TypeAdapter
 
 from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
 
+_INPUT_REQUEST: TypeAdapter[Any] = TypeAdapter(types.InputRequest)
 PENDING_TTL = 600.0
 """How long a call waits for the client to come back with answers before it is cancelled."""
 MAX_UNSENT_PROGRESS = 1000
 """Progress notifications kept for a call while the client is answering its questions."""
 
 
-def client_can_elicit(ctx: Any) -> bool:
+def client_capabilities(ctx: Any) -> types.ClientCapabilities | None:
+    """What the client of `ctx` declared (its handshake, or a 2026-07-28 request's envelope)."""
     try:
-        capabilities = ctx.session.client_capabilities
-    except Exception:  # noqa: BLE001
-        return False
+        return ctx.session.client_capabilities
+    except Exception:  # noqa: BLE001 - a connection without a handshake declared nothing
+        return None
+
+
+def client_can_elicit(ctx: Any) -> bool:
+    capabilities = client_capabilities(ctx)
     return bool(capabilities is not None and capabilities.elicitation is not None)
 
 
@@ -59,8 +66,12 @@ class PendingCall:
 
     token: str
     task: asyncio.Task[types.CallToolResult] | None = None
-    questions: asyncio.Queue[tuple[str, types.ElicitRequest]] = field(default_factory=asyncio.Queue)
-    answers: dict[str, asyncio.Future[ElicitOutcome]] = field(default_factory=dict)
+    questions: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
+    """(key, an `InputRequest`): the gateway's own elicitations and a backend's relayed requests."""
+    answers: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    """key → the answer: an `ElicitOutcome` (the gateway's questions) or the client's wire result dict
+    (a backend's request, `relayed`)."""
+    relayed: set[str] = field(default_factory=set)
     touched: float = field(default_factory=time.monotonic)
     _counter: int = 0
     _sink: Any = None
@@ -105,12 +116,33 @@ class PendingCall:
         finally:
             self.answers.pop(key, None)
 
+    async def ask(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """A backend's request (`sampling/createMessage`, `elicitation/create`, `roots/list`) put to the
+        client as an input request of this call; its answer as the client sent it (a wire dict)."""
+        wire: dict[str, Any] = {"method": method}
+        if params is not None:
+            wire["params"] = dict(params)
+        request = _INPUT_REQUEST.validate_python(wire, by_name=False)
+        self._counter += 1
+        key = f"q{self._counter}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.answers[key] = future
+        self.relayed.add(key)
+        await self.questions.put((key, request))
+        try:
+            return await future
+        finally:
+            self.answers.pop(key, None)
+            self.relayed.discard(key)
+
     def deliver(self, responses: dict[str, Any] | None) -> None:
         for key, response in (responses or {}).items():
             future = self.answers.get(key)
             if future is None or future.done():
                 continue
-            if isinstance(response, types.ElicitResult):
+            if key in self.relayed:
+                future.set_result(response.model_dump(by_alias=True, mode="json", exclude_none=True))
+            elif isinstance(response, types.ElicitResult):
                 future.set_result(
                     ElicitOutcome(action=response.action, content=dict(response.content or {}) or None)
                 )

@@ -46,7 +46,12 @@ from toolweave.server.mcp.calls import (
     plain_list_params,
     wire_listing,
 )
-from toolweave.server.mcp.elicitation import InputBroker, client_can_elicit, legacy_elicit
+from toolweave.server.mcp.elicitation import (
+    InputBroker,
+    client_can_elicit,
+    client_capabilities,
+    legacy_elicit,
+)
 from toolweave.server.mcp.relays import CallerChannel, Relays
 from toolweave.server.mcp.scopes import missing_scope, require_scope
 
@@ -227,12 +232,14 @@ class MCPFront:
         pending = self.broker.resume(params.request_state, params.input_responses)
         if pending is not None:
             return await self.broker.wait(pending, progress)
-        if client_can_elicit(ctx) and self.lane.may_elicit(params.name):
+        if self.lane.may_ask(params.name, client_capabilities(ctx)):
             pending = self.broker.new()
-            executor = self.lane.executor(base, pending.elicit)
+            executor = self.lane.executor(base, pending.elicit if client_can_elicit(ctx) else None)
             # progress follows the call across the client's retries (each retry is a new request)
             relay = pending.progress if progress is not None else None
-            pending.task = asyncio.create_task(executor.call(params.name, arguments, progress=relay))
+            # a backend's requests mid-call become questions of this pending call
+            with client_of_call(CallerChannel(ctx, self.relays, pending=pending)):
+                pending.task = asyncio.create_task(executor.call(params.name, arguments, progress=relay))
             return await self.broker.wait(pending, progress)
         return await self.lane.executor(base, None).call(params.name, arguments, progress=progress)
 
@@ -270,7 +277,7 @@ class MCPFront:
             return None
         session = self._session(ctx)
         found = self.lane.fast_call(
-            ctx.params, ctx.protocol_version, session, can_elicit=client_can_elicit(ctx)
+            ctx.params, ctx.protocol_version, session, capabilities=client_capabilities(ctx)
         )
         return (session, *found) if found is not None else None
 
@@ -340,9 +347,8 @@ class MCPFront:
         version = verdict.protocol_version
         connection = Connection.from_envelope(version, verdict.client_info, verdict.client_capabilities)
         capabilities = connection.client_capabilities
-        can_elicit = capabilities is not None and capabilities.elicitation is not None
         session = self._session_of_scope(scope)
-        call = self.lane.fast_call(params, version, session, can_elicit=can_elicit, can_notify=False)
+        call = self.lane.fast_call(params, version, session, capabilities=capabilities, can_notify=False)
         if call is None:
             return None
         name, arguments = call

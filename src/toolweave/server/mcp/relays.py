@@ -31,6 +31,7 @@ from toolweave import sdk_compat
 from toolweave.backends.base import naming_backend
 from toolweave.backends.relay import RelayError
 from toolweave.gateway import Gateway
+from toolweave.server.mcp.elicitation import PendingCall
 from toolweave.server.mcp.transport import EXCHANGE_OVER
 
 logger = logging.getLogger("toolweave.server")
@@ -53,27 +54,32 @@ def method_not_found() -> MCPError:
 class CallerChannel:
     """The client side of one `tools/call` (a `backends.relay.ClientChannel`)."""
 
-    __slots__ = ("_ctx", "_relays")
+    __slots__ = ("_ctx", "_pending", "_relays")
 
-    def __init__(self, ctx: Any, relays: Relays) -> None:
+    def __init__(self, ctx: Any, relays: Relays, *, pending: PendingCall | None = None) -> None:
         self._ctx = ctx
         self._relays = relays
+        self._pending = pending
+        """2026-07-28: the call running in the background, whose `InputRequiredResult` carries a
+        backend's request to the client (there are no server requests on that revision)."""
 
     def can_answer(self, method: str) -> bool:
-        """A handshake-era client that declared the capability and still listens on its call's stream;
-        2026-07-28 has no server requests."""
+        """A client that declared the capability and can be reached: on 2025-11-25 one that still
+        listens on its call's stream, on 2026-07-28 one whose call can return input requests."""
         capability = _CAPABILITY.get(method)
-        if capability is None or self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return False
-        if self.gone():
+        if capability is None:
             return False
         try:
             session = self._ctx.session
             capabilities = session.client_capabilities
-            reachable = session.can_send_request  # False where the request cannot carry one (JSON responses)
         except Exception:  # noqa: BLE001 - a connection without a handshake declared nothing
             return False
-        return reachable and capabilities is not None and getattr(capabilities, capability, None) is not None
+        if capabilities is None or getattr(capabilities, capability, None) is None:
+            return False
+        if self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return self._pending is not None
+        # a request cannot ride a JSON response (can_send_request), nor a stream the client has left
+        return bool(session.can_send_request) and not self.gone()
 
     def gone(self) -> bool:
         """Whether the client's HTTP exchange for this call has ended (it walked away; `transport.ExchangeEnd`)."""
@@ -82,6 +88,8 @@ class CallerChannel:
 
     async def request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Sent as the backend wrote it (no re-validation that would add or drop fields)."""
+        if self._pending is not None:
+            return await self._pending.ask(method, params)
         try:
             return await sdk_compat.send_raw_request(self._ctx.session, method, params)
         except MCPError as error:
