@@ -170,7 +170,7 @@ composite_tools:
     assert lines[0] == f"6 problem(s) in {path}:"
     expected = [
         "gateway.separator: the separator must be 1-4 characters of [a-zA-Z0-9_-] (default '__')",
-        "gateway.tool_exposuer: unknown key (check the spelling; unknown keys are errors)",
+        "gateway.tool_exposuer: unknown key; did you mean 'tool_exposure'?",
         "backends[0].name: backend name 'Upper' must match ^[a-z0-9][a-z0-9_-]{0,31}$",
         "backends[1]: a backend needs exactly one of 'command' (stdio), 'url' (HTTP MCP), 'python' (in-process), "
         "'openapi' (an OpenAPI document) or 'http' (declared HTTP actions); found command, url",
@@ -202,6 +202,28 @@ def test_validate_connects_to_backends(write_config: WriteConfig, tmp_path: Path
     assert "backends[3] (nomod): cannot load python module 'tw_no_such_module'" in done.stderr
     offline = cli("validate", "--offline", "-c", str(path))
     assert offline.exit_code == 0  # the file itself is fine
+
+
+def test_validate_suggests_the_tool_backend_or_key_meant(write_config: WriteConfig) -> None:
+    path = write_config(
+        {
+            "backends": [python_backend()],
+            "composite_tools": [
+                {"name": "typo", "descripton": "d", "tools": ["py/greet"]},
+                {"name": "fan", "description": "d", "tools": ["py/gret", "pyy/greet"]},
+                {"name": "flow", "description": "d", "steps": [{"id": "a", "tool": "py__multipy"}]},
+            ],
+        }
+    )
+    offline = cli("validate", "--offline", "-c", str(path)).stderr
+    assert "  • composite_tools[0].descripton: unknown key; did you mean 'description'?" in offline
+    assert "'pyy/greet' names unknown backend 'pyy' (known backends: py); did you mean 'py'?" in offline
+    live = cli("validate", "-c", str(path)).stderr.replace("\n", "")
+    assert "composite_tools[1].tools[0]: unknown tool 'py/gret'; did you mean 'py/greet'?" in live
+    assert (
+        "composite_tools[2].steps[0].tool: unknown tool 'py__multipy' (no backend tool or composite has "
+        "this name); did you mean 'py__multiply'?" in live
+    )
 
 
 def test_a_missing_config_file(tmp_path: Path) -> None:

@@ -65,6 +65,20 @@ async def test_two_tenants_cannot_see_each_other(make_app: AppFactory) -> None:
         ):
             kwargs: dict[str, Any] = {"json": {"status": "disabled"}} if method == "patch" else {}
             assert (await getattr(b, method)(f"{API}{path}", **kwargs)).status_code == 404, path
+        # a "did you mean" never names another tenant's tool
+        typo = {"description": "d", "steps": [{"id": "s", "tool": "greetr"}]}
+        refused = await b.post(f"{API}/composite-tools", json={"definition": {"name": "bob_wf", **typo}})
+        assert refused.status_code == 422 and "greetr" in refused.text and "greeter" not in refused.text
+        helped = await a.post(f"{API}/composite-tools", json={"definition": {"name": "alice_wf", **typo}})
+        assert helped.status_code == 422 and "did you mean 'greeter' or" in helped.text, helped.text
+        assert "greeter" not in (await b.post(f"{API}/tools/greetr/call", json={})).text
+        # nor anything about another tenant's runs or keys
+        assert (await b.get(f"{API}/runs", params={"tenant": "alice"})).status_code == 403
+        assert {k["tenant"] for k in (await b.get(f"{API}/keys")).json()["keys"]} == {"bob"}
+        assert (await b.get(f"{API}/keys", params={"tenant": "alice"})).status_code == 403
+        alice_key = (await a.get(f"{API}/keys")).json()["keys"][0]["id"]
+        assert (await b.post(f"{API}/keys/{alice_key}/revoke")).status_code == 404
+        assert (await b.post(f"{API}/keys", json={"tenant": "alice"})).status_code == 403
         # one catalog serves every tenant, so names are unique across tenants
         clash = await b.post(f"{API}/composite-tools", json={"definition": GREETER})
         assert clash.status_code == 409 and "alice" not in clash.text

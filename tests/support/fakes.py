@@ -125,6 +125,9 @@ class FakeCatalog:
         backend = None if kind else name.split(SEP, 1)[0]
         return ResolvedTool(name, found, backend, kind, self.references.get(name, frozenset()))
 
+    def names_like(self, reference: str) -> list[str]:
+        return list(self.tools)
+
 
 Answer = types.CallToolResult | dict[str, Any] | str | BaseException
 Responder = Callable[[str, dict[str, Any]], Answer]

@@ -10,9 +10,8 @@ plus the pinned tools), and why a name is unknown.
 
 from __future__ import annotations
 
-import difflib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -37,6 +36,7 @@ from toolweave.fields import split_tool_ref
 from toolweave.problems import Problem
 from toolweave.schemas import ArgumentValidator
 from toolweave.secrets import secret_fields
+from toolweave.suggest import did_you_mean
 
 logger = logging.getLogger("toolweave.catalog")
 
@@ -152,6 +152,17 @@ class Catalog:
 
     def visible(self) -> Iterable[Entry]:
         return (entry for entry in self.entries.values() if not entry.hidden)
+
+    def names_like(self, reference: str, seen: Callable[[Entry], bool] | None = None) -> list[str]:
+        """The names `reference` may have meant, in its own form (`backend/tool`, `backend.tool` or an
+        exposed name), among the entries `seen` accepts (default: every one, as `resolve` finds them)."""
+        if "/" in reference:
+            candidates = [(ref, e) for ref, e in self.by_reference.items() if "/" in ref]
+        else:
+            candidates = list(self.entries.items())
+            if "." in reference:
+                candidates += [(ref, e) for ref, e in self.by_reference.items() if "/" not in ref]
+        return [name for name, entry in candidates if seen is None or seen(entry)]
 
     # -- tenancy -----------------------------------------------------------
 
@@ -294,8 +305,7 @@ class Catalog:
             known = [tool.name for tool in backend.tools]
             for name in config.tools:
                 if name not in known:
-                    close = difflib.get_close_matches(name, known, n=1)
-                    hint = f"; did you mean {close[0]!r}?" if close else ""
+                    hint = did_you_mean(name, known)
                     self.issues.append(
                         CatalogIssue(
                             backend.name, Problem(f"tools.{name}", f"the backend has no tool {name!r}{hint}")
@@ -459,6 +469,13 @@ class DefinerView:
         if entry is None or (entry.filtered and not self._call_hidden):
             return None
         return entry.resolved()
+
+    def names_like(self, reference: str) -> list[str]:
+        """Only what this definer may call: another tenant's tools are never suggested."""
+        return self._catalog.names_like(
+            reference,
+            lambda entry: entry.visible_to(self._owner) and (not entry.filtered or self._call_hidden),
+        )
 
     def filtered_reference(self, reference: str) -> bool:
         """Whether `reference` names a tool this definer may see exists but may not call (filtered)."""

@@ -61,6 +61,10 @@ class ToolResolver(Protocol):
         """`backend/tool`, `backend.tool` or an exposed name → the tool, or None if unknown."""
         ...
 
+    def names_like(self, reference: str) -> list[str]:
+        """The names an unknown `reference` may have meant (for a "did you mean"), in its own form."""
+        ...
+
 
 @dataclass(slots=True)
 class RunContext:

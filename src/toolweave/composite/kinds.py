@@ -90,7 +90,7 @@ def parse_composite(entry: Any, path: str, problems: list[Problem]) -> Composite
     try:
         model = found.model.model_validate({**entry, "kind": kind})
     except ValidationError as error:
-        problems.extend(problems_from_validation(error, path))
+        problems.extend(problems_from_validation(error, path, found.model))
         return None
     problems.extend(Problem(*problem).under(path) for problem in found.check(model))
     return model

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
 from toolweave.problems import Problem
+from toolweave.suggest import did_you_mean
 
 BACKEND_ONLY = "routers and fan-outs target backend tools only"
 
@@ -21,7 +22,8 @@ def resolve_targets(references: Sequence[tuple[str, str]], resolver: ToolResolve
     for path, reference in references:
         found = resolver.resolve(reference)
         if found is None:
-            issues.append(Problem(path, f"unknown tool {reference!r}"))
+            hint = did_you_mean(reference, resolver.names_like(reference))
+            issues.append(Problem(path, f"unknown tool {reference!r}{hint}"))
         elif found.composite_kind is not None:
             issues.append(Problem(path, f"{reference!r} is a {found.composite_kind}: {BACKEND_ONLY}"))
         else:

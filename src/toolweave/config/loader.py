@@ -16,6 +16,7 @@ from toolweave.config.mcp_servers import backends_from_servers, servers_of
 from toolweave.config.models import BackendConfig, Config
 from toolweave.fields import split_tool_ref
 from toolweave.problems import ConfigError, Problem, join_path, problems_from_validation
+from toolweave.suggest import did_you_mean
 
 DEFAULT_CONFIG_NAME = "toolweave.toml"
 
@@ -55,7 +56,7 @@ def parse_config(
     try:
         config = Config.model_validate({**data, "source": source})
     except ValidationError as error:
-        own_issues.extend(problems_from_validation(error))
+        own_issues.extend(problems_from_validation(error, model=Config))
         config = None
     paths: list[str] = []
     composites = load_composites(composite_raw, base_dir, own_issues, paths)
@@ -211,7 +212,7 @@ def _cross_check(
                     Problem(
                         join_path(path, where),
                         f"{reference!r} names unknown backend {parts[0]!r} "
-                        f"(known backends: {', '.join(known) or 'none'})",
+                        f"(known backends: {', '.join(known) or 'none'}){did_you_mean(parts[0], known)}",
                     )
                 )
     return issues

@@ -10,10 +10,9 @@ backend, or the composite's run (whose inner calls come back through a forked ex
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -27,6 +26,7 @@ from toolweave.executor.session import BatchCall, Session
 from toolweave.executor.validation import validated
 from toolweave.results import error_result
 from toolweave.runs import RunRecord
+from toolweave.suggest import closest
 
 logger = logging.getLogger("toolweave.executor")
 
@@ -244,13 +244,6 @@ class ToolExecutor:
         if down is not None:
             return error_result(f"unknown tool {name!r}: {down}, so its tools are not available.")
         tenant = self.session.tenant
-        close = _suggestions(name, [e.name for e in catalog.visible() if e.visible_to(tenant)])
+        close = closest(name, [e.name for e in catalog.visible() if e.visible_to(tenant)])
         hint = f" Did you mean: {', '.join(close)}?" if close else " List the tools to see what exists."
         return error_result(f"unknown tool {name!r}.{hint}")
-
-
-def _suggestions(name: str, names: Collection[str]) -> list[str]:
-    lowered = name.lower()
-    contains = [n for n in names if lowered and (lowered in n.lower() or n.lower().endswith(lowered))]
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-    return list(dict.fromkeys(contains[:3] + close))[:3]

@@ -358,9 +358,12 @@ def test_output_nesting_is_limited() -> None:
     assert len(found) == 1 and "nest deeper than 10 levels" in found[0]
 
 
-def test_unknown_keys_are_errors() -> None:
+def test_unknown_keys_are_errors_naming_the_key_meant() -> None:
     assert issues({"steps": [tool_step("a", dependson=["x"])]}) == [
-        "steps[0].dependson: unknown key (check the spelling; unknown keys are errors)"
+        "steps[0].dependson: unknown key; did you mean 'dependsOn'?"
+    ]
+    assert issues({"steps": [tool_step("a", zzz=1)]}) == [
+        "steps[0].zzz: unknown key (check the spelling; unknown keys are errors)"
     ]
 
 

@@ -63,6 +63,7 @@ async def test_every_failure_is_a_result_and_the_session_goes_on(url: str, mode:
     async with Client(url, mode=mode) as client:
         cases: list[tuple[str, dict[str, Any], str]] = [
             ("no_such_tool", {}, "unknown tool 'no_such_tool'"),
+            ("ts__ad", {}, "unknown tool 'ts__ad'. Did you mean: ts__add"),
             (
                 "ts__add",
                 {"a": "one", "b": 2},

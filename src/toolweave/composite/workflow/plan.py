@@ -24,6 +24,7 @@ from toolweave.composite.workflow.output import OutputPlan
 from toolweave.composite.workflow.validation import workflow_problems
 from toolweave.schemas import compile_validator
 from toolweave.secrets import secret_fields
+from toolweave.suggest import did_you_mean
 from toolweave.templates import (
     CompiledTemplate,
     ValueTemplate,
@@ -137,8 +138,12 @@ def compile_plan(defn: WorkflowDef, resolver: ToolResolver) -> tuple[WorkflowPla
     for path, reference in _tool_references(defn):
         tool = resolver.resolve(reference)
         if tool is None:
+            hint = did_you_mean(reference, resolver.names_like(reference))
             issues.append(
-                (f"{path}.tool", f"unknown tool {reference!r} (no backend tool or composite has this name)")
+                (
+                    f"{path}.tool",
+                    f"unknown tool {reference!r} (no backend tool or composite has this name){hint}",
+                )
             )
         else:
             resolved[reference] = tool
