@@ -2,7 +2,7 @@
 
 `ask_model` asks for sampling, `ask_user` for an elicitation, `list_roots` for the client's roots,
 `ask_all` asks all three the way that works on both revisions (`Resolve`: standalone requests on
-2025-11-25, an `InputRequiredResult` on 2026-07-28), `chatty` logs at two levels, `hang` never answers; the `greet` prompt completes its `name` argument.
+2025-11-25, an `InputRequiredResult` on 2026-07-28), `chatty` logs at two levels, `log_later` after its call, `hang` answers only a cancellation; the `greet` prompt completes its `name` argument.
 """
 
 from __future__ import annotations
@@ -80,11 +80,42 @@ async def chatty(ctx: Context) -> str:
     return "logged"
 
 
+STOPPED: set[str] = set()
+"""The `tag`s of `hang` calls the client cancelled."""
+_LATER: set[asyncio.Task[None]] = set()
+
+
 @server.tool()
-async def hang() -> str:
-    """Never answers (until the caller gives up): a call that stays in flight."""
-    await asyncio.Event().wait()
+async def hang(tag: str = "") -> str:
+    """Never answers: a call that stays in flight until it is cancelled (then `stopped(tag)` says so)."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        STOPPED.add(tag)
+        raise
     return "unreachable"
+
+
+@server.tool()
+def stopped(tag: str) -> bool:
+    """Whether the `hang` call of `tag` was cancelled."""
+    return tag in STOPPED
+
+
+@server.tool()
+async def log_later(ctx: Context) -> str:
+    """Answer at once, then log at debug and at warning outside any call (on the session, no request)."""
+    session = ctx.session
+
+    async def later() -> None:
+        await asyncio.sleep(0.1)
+        await session.send_log_message("debug", "a detail, later")
+        await session.send_log_message("warning", "after the call", logger="later")
+
+    task = asyncio.get_running_loop().create_task(later())
+    _LATER.add(task)
+    task.add_done_callback(_LATER.discard)
+    return "scheduled"
 
 
 @server.prompt(description="Greet someone")

@@ -87,6 +87,7 @@ class MCPBackend(Backend):
         self._callers: list[relay.ClientChannel] = []
         """The clients of the calls in flight: where the SDK client's callbacks relay, when it is one."""
         self._update_listeners: list[Callable[[str], Any]] = []
+        self._log_listeners: list[Callable[[dict[str, Any]], Any]] = []
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -339,9 +340,24 @@ class MCPBackend(Backend):
         return await self._relay("roots/list", None, _ROOTS_RESULT)
 
     async def _relay_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A log message to the client of the call it belongs to; outside any call, to the log listeners
+        (the MCP front: every connection that set a level). During calls of several clients it belongs
+        to no one the gateway can tell, and is not passed on (never to another caller's client)."""
+        dumped = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         client = self._calling_client()
         if client is not None:
-            await client.log(params.model_dump(by_alias=True, mode="json", exclude_none=True))
+            await client.log(dumped)
+        elif not self._callers:
+            for listener in list(self._log_listeners):
+                try:
+                    await listener(dumped)
+                except Exception:  # noqa: BLE001 - one listener must not stop the others
+                    logger.exception("log listener failed for backend %s", self.name)
+
+    def on_log(self, listener: Callable[[dict[str, Any]], Any]) -> Callable[[], None]:
+        """Await `listener(params)` for each log message the backend sends outside any call; returns the undo."""
+        self._log_listeners.append(listener)
+        return lambda: self._log_listeners.remove(listener) if listener in self._log_listeners else None
 
     # -- what the backend offers besides tools ----------------------------------
 

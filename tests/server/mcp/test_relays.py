@@ -6,6 +6,7 @@ backends lack a feature, gets the SDK's own answers."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator
@@ -200,3 +201,63 @@ async def test_a_2026_client_is_asked_through_input_required(
             refused = await plain.call_tool("rs__ask_all", {"question": "?"})
             assert refused.is_error and text(refused).endswith(" not supported"), text(refused)
         assert gateway.backends["rs"].status == "connected"
+
+
+@pytest.mark.parametrize("client_mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_cancelled_call_stops_at_the_backend(
+    open_gateway: OpenGateway, serve_gateway: ServeGateway, transport: str, client_mode: str
+) -> None:
+    """The client cancels its call (2025-11-25: `notifications/cancelled`; 2026-07-28: it closes the
+    request's stream): the gateway cancels the backend's call, and the backend's tool stops."""
+    async with relay_backend(transport) as entry:
+        gateway = await open_gateway({"backends": [entry]})
+        url = await serve_gateway(gateway)
+        backend = gateway.backends["rs"]
+        tag = f"{transport}-{client_mode}"
+        async with Client(url, mode=client_mode) as client:
+            call = asyncio.create_task(client.call_tool("rs__hang", {"tag": tag}))
+            await wait_until(lambda: backend._calls_in_flight == 1, what="the call in flight")
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            await wait_until(lambda: backend._calls_in_flight == 0, what="the gateway's call cancelled")
+            for _ in range(250):
+                if (await client.call_tool("rs__stopped", {"tag": tag})).structured_content == {
+                    "result": True
+                }:
+                    break
+                await asyncio.sleep(0.02)
+            else:
+                pytest.fail("the backend's tool was never cancelled")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_log_messages_outside_calls_reach_the_connections_that_set_a_level(
+    open_gateway: OpenGateway, serve_gateway: ServeGateway, transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend logs after its call has answered: every connection that set a level hears it (at that
+    level or above); one that set none hears nothing (it did not ask)."""
+    monkeypatch.setattr(mcp_backend, "Client", functools.partial(Client, mode="legacy"))
+    async with relay_backend(transport) as entry:
+        gateway = await open_gateway({"backends": [entry]})
+        url = await serve_gateway(gateway)
+        heard: list[tuple[str, Any, str | None]] = []
+        quiet: list[Any] = []
+
+        async def log(params: types.LoggingMessageNotificationParams) -> None:
+            heard.append((params.level, params.data, params.logger))
+
+        async def unexpected(params: types.LoggingMessageNotificationParams) -> None:
+            quiet.append(params)
+
+        async with (
+            Client(url, mode="legacy", logging_callback=log) as client,
+            Client(url, mode="legacy", logging_callback=unexpected) as other,
+        ):
+            await other.list_tools()
+            await client.set_logging_level("warning")
+            assert text(await client.call_tool("rs__log_later", {})) == "scheduled"
+            await wait_until(lambda: bool(heard), what="the log message after the call")
+            assert heard == [("warning", "after the call", "later")]
+            assert quiet == []

@@ -95,7 +95,7 @@ class MCPFront:
         self.bus = InMemorySubscriptionBus()
         self.broker = InputBroker()
         self.lane = CallLane(gateway.registry, self._stamped)
-        self.relays = Relays(gateway)
+        self.relays = Relays(gateway, lambda ctx: self._session(ctx).tenant)
         self._legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self._announcements: set[asyncio.Task[None]] = set()
         self._listings: tuple[Any, dict[tuple[str | None, str], tuple[dict[str, Any], bytes | None]]] = (

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -109,9 +110,14 @@ class CallerChannel:
 class Relays:
     """Logging levels, completions and resource subscriptions for one MCP front."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, tenant_of: Callable[[Any], str | None] = lambda ctx: None) -> None:
         self.gateway = gateway
+        self._tenant_of = tenant_of
+        """The tenant of a request's session (whose backends' log messages the connection may hear)."""
         self._levels: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._tenants: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+        self._logs_watched: dict[str, Any] = {}
+        """Backend name → the undo of our listener for its log messages outside calls."""
         self._subscribers: dict[str, weakref.WeakSet[Any]] = {}
         self._watched: dict[str, Any] = {}
         """Backend name → the undo of our resource-update listener on it."""
@@ -135,6 +141,9 @@ class Relays:
         connection = _connection(ctx)
         if connection is not None:
             self._levels[connection] = LEVELS.index(params.level)
+            self._tenants[connection] = self._tenant_of(ctx)
+            for backend in self.gateway.backends.values():
+                self._watch_logs(backend)
         backends = [b for b in self.gateway.backends.values() if _offers(b, "logging")]
         outcomes = await asyncio.gather(
             *(backend.set_logging_level(params.level) for backend in backends), return_exceptions=True
@@ -143,6 +152,30 @@ class Relays:
             if isinstance(outcome, BaseException):
                 logger.warning("backend %s: logging/setLevel failed: %s", backend.name, outcome)
         return types.EmptyResult()
+
+    def _watch_logs(self, backend: Any) -> None:
+        on_log = getattr(backend, "on_log", None)
+        if on_log is not None and backend.name not in self._logs_watched:
+            self._logs_watched[backend.name] = on_log(functools.partial(self._logged, backend))
+
+    async def _logged(self, backend: Any, params: dict[str, Any]) -> None:
+        """A backend's log message outside any call: to every connection that set a level at or below
+        its level and may see that backend (a shared one, or its tenant's own)."""
+        level = params.get("level")
+        if level not in LEVELS:
+            return
+        severity = LEVELS.index(str(level))
+        for connection, minimum in list(self._levels.items()):
+            if severity < minimum or (
+                backend.owner is not None and self._tenants.get(connection) != backend.owner
+            ):
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await connection.log(level, params.get("data"), params.get("logger"))
+            except Exception:  # noqa: BLE001 - a closed connection is simply forgotten
+                self._levels.pop(connection, None)
 
     # -- completion -----------------------------------------------------------------
 
@@ -219,9 +252,10 @@ class Relays:
                 subscribers.discard(connection)
 
     def close(self) -> None:
-        for undo in self._watched.values():
+        for undo in [*self._watched.values(), *self._logs_watched.values()]:
             undo()
         self._watched.clear()
+        self._logs_watched.clear()
         for task in self._sends:
             task.cancel()
 
