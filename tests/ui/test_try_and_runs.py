@@ -199,3 +199,36 @@ async def test_an_interrupted_run_is_resumed_from_its_page(browser: Any, tmp_pat
         await page.goto(f"{server.url}/runs/{crashed.id}")
         await expect(page.locator("#run-status")).to_have_text("completed")
         await expect(page.locator("#resume")).to_have_count(0)
+
+
+async def test_reconnect_a_backend_from_its_page(browser: Any, tmp_path: Path) -> None:
+    raw = {"backends": [scraper_backend(), python_backend()]}
+    async with serve_ui(raw, tmp_path, require_auth=True) as server:
+        backend = server.runtime.gateway.backends["ts"]
+        before = backend.connected_at
+        reader = await browser.new_context()
+        page = await reader.new_page()
+        await page.goto(f"{server.url}/login")
+        await page.fill("#key", await server.key("acme", "tools:read", "tools:call"))
+        await page.click("button[type=submit]")
+        await page.goto(f"{server.url}/backends")
+        await expect(page.locator('tr[data-backend="ts"]')).to_contain_text("connected")
+        await expect(page.locator("button.reconnect")).to_have_count(0)  # no tools:admin: not offered
+        token = await page.evaluate("JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRF-Token']")
+        refused = await page.request.post(f"{server.url}/backends/ts/reconnect", form={"csrf": token})
+        assert refused.status == 403 and backend.connected_at == before  # and refused by the server
+
+        admin = await browser.new_context()
+        page = await admin.new_page()
+        await page.goto(f"{server.url}/login")
+        await page.fill("#key", await server.key("acme"))
+        await page.click("button[type=submit]")
+        await page.goto(f"{server.url}/backends")
+        no_token = await page.request.post(f"{server.url}/backends/ts/reconnect")
+        assert no_token.status == 403 and backend.connected_at == before  # CSRF: no token, no action
+        await page.click('tr[data-backend="ts"] button.reconnect')
+        await expect(page.locator("#backends-notice")).to_contain_text("Reconnecting ts")
+        # the table refreshes itself until the new connection is up
+        await expect(page.locator('tr[data-backend="ts"] .status')).to_have_text("connected", timeout=15_000)
+        assert backend.connected_at is not None and before is not None and backend.connected_at > before
+        await expect(page.locator('tr[data-backend="py"] .status')).to_have_text("connected")

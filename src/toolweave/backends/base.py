@@ -38,6 +38,8 @@ class Backend(ABC):
         """The tenant whose tools these are (a tenant's own backend); None: shared by every tenant."""
         self.status: BackendStatus = "starting"
         self.last_error: str | None = None
+        self.last_error_at: float | None = None
+        """When `last_error` happened (epoch seconds): a status page says how stale it is."""
         self.connected_at: float | None = None
         self.tools: list[types.Tool] = []
         self.server_info: types.Implementation | None = None
@@ -58,6 +60,20 @@ class Backend(ABC):
     @abstractmethod
     async def stop(self) -> None:
         """Close the connection and stop reconnecting."""
+
+    async def reconnect(self) -> None:
+        """Drop the connection and connect again now, skipping any backoff wait (an operator's action).
+
+        Calls in flight on the old connection fail as on any lost connection. Returns once the
+        new attempt has begun; the status says how it goes (`reconnecting`, then `connected`).
+        """
+        await self.stop()
+        self._prepare_restart()
+        self._set_status("reconnecting")
+        await self.start()
+
+    def _prepare_restart(self) -> None:  # noqa: B027 - a hook: most kinds need nothing undone
+        """Undo what `stop` did that would keep `start` from starting again (per kind)."""
 
     async def wait_ready(self, timeout: float) -> bool:
         """Wait until the first connection attempt finished; True if connected."""
@@ -103,6 +119,7 @@ class Backend(ABC):
         self.status = status
         if error is not None:
             self.last_error = error
+            self.last_error_at = time.time()
         if status == "connected":
             self.connected_at = time.time()
         if changed:
@@ -118,6 +135,7 @@ class Backend(ABC):
             "resources": len(self.resources),
             "prompts": len(self.prompts),
             "last_error": self.last_error,
+            "last_error_at": self.last_error_at,
         }
 
 

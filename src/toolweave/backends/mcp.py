@@ -107,6 +107,10 @@ class MCPBackend(Backend):
         await self._close_stderr()
         self._set_status("stopped")
 
+    def _prepare_restart(self) -> None:
+        self._stopping = False
+        self._task = None
+
     async def _close_stderr(self) -> None:
         relay, self._stderr = self._stderr, None
         if relay is not None:
@@ -164,6 +168,7 @@ class MCPBackend(Backend):
             self._caller = self._lean_caller(client)
             self._set_status("connected")
             self.last_error = None
+            self.last_error_at = None
             self._ready.set()
             logger.info("backend %s connected (%d tools)", self.name, len(self.tools))
             await self._watch(client)

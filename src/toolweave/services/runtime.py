@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
+from typing import Any
 
 from mcp_types import CallToolResult
 
@@ -33,6 +34,7 @@ from toolweave.services.metrics import Metrics
 from toolweave.store import (
     ApiKeyInfo,
     CompositeRepository,
+    Conflict,
     ConnectionRepository,
     Database,
     KeyRepository,
@@ -176,6 +178,31 @@ class ServerRuntime:
         if self.sync is not None:
             self.sync.key_revoked(info.id)
         return info
+
+    # -- operator actions --------------------------------------------------------
+
+    def reconnect_allowed(self, name: str, tenant: str | None) -> bool:
+        """Whether a caller of `tenant` may reconnect backend `name`: one the gateway dials and the
+        caller sees (a shared backend, or the tenant's own; never another tenant's)."""
+        backend = self.gateway.backends.get(name)
+        return backend is not None and (tenant is None or backend.owner in (None, tenant))
+
+    async def reconnect_backend(self, name: str, tenant: str | None) -> dict[str, Any]:
+        """Reconnect one configured backend now (REST `POST /backends/{name}/reconnect`, the UI's button).
+
+        Only this gateway's connection: other gateways sharing the database keep theirs.
+        Returns the backend's description as the new attempt begins.
+        """
+        backend = self.gateway.backends.get(name)
+        if backend is None and any(b.name == name for b in self.gateway.federation.backends()):
+            raise Conflict(
+                f"backend {name!r} is federated: its clients connect to the gateway, so it cannot be redialled"
+            )
+        if backend is None or not self.reconnect_allowed(name, tenant):
+            raise NotFound(f"no backend named {name!r}")
+        logger.info("backend %s: reconnect asked for by %s", name, tenant or "the operator")
+        await backend.reconnect()
+        return backend.describe()
 
     def connection_changed(self, tenant: str | None, backend: str) -> None:
         """A tenant's connection was stored or deleted: close its session here and everywhere."""

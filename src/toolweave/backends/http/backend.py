@@ -125,6 +125,9 @@ class HttpApiBackend(Backend):
         self._set_status("stopped")
         self._ready.set()
 
+    def _prepare_restart(self) -> None:
+        self._task = None
+
     async def _load_until_ready(self) -> None:
         backoff = INITIAL_BACKOFF
         while True:

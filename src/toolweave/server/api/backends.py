@@ -1,15 +1,33 @@
-"""`GET /backends`: each backend's status, tool counts and last error."""
+"""`GET /backends`: each backend's status, tool counts and last error; `POST /backends/{name}/reconnect`."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Depends
 
 from toolweave.executor import Session
-from toolweave.server.api.deps import READ, require, runtime
+from toolweave.server.api.deps import ADMIN, READ, require, runtime
 from toolweave.server.api.models import BackendList, BackendOut
 from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["backends"])
+
+
+def backend_out(found: dict[str, Any], own: set[str]) -> BackendOut:
+    when = found.get("last_error_at")
+    return BackendOut(
+        name=found["name"],
+        transport=found["transport"],
+        status=found["status"],
+        tools=found["tools"],
+        resources=found.get("resources", 0),
+        prompts=found.get("prompts", 0),
+        lastError=found.get("last_error"),
+        lastErrorAt=datetime.fromtimestamp(when, UTC) if when is not None else None,
+        connection=found["name"] in own,
+    )
 
 
 @router.get("/backends", response_model=BackendList, summary="Backends and their status")
@@ -17,18 +35,26 @@ async def list_backends(
     caller: Session = Depends(require(READ)), rt: ServerRuntime = Depends(runtime)
 ) -> BackendList:
     own = {summary["backend"] for summary in await rt.connections.list(caller.tenant)}
-    return BackendList(
-        backends=[
-            BackendOut(
-                name=b["name"],
-                transport=b["transport"],
-                status=b["status"],
-                tools=b["tools"],
-                resources=b.get("resources", 0),
-                prompts=b.get("prompts", 0),
-                lastError=b.get("last_error"),
-                connection=b["name"] in own,
-            )
-            for b in rt.gateway.describe_backends()
-        ]
-    )
+    return BackendList(backends=[backend_out(b, own) for b in rt.gateway.describe_backends()])
+
+
+@router.post(
+    "/backends/{name}/reconnect",
+    response_model=BackendOut,
+    status_code=202,
+    summary="Reconnect a backend now",
+    responses={
+        403: {"description": "The key lacks tools:admin"},
+        404: {"description": "No such backend"},
+        409: {"description": "A federated backend (its clients connect to the gateway)"},
+    },
+)
+async def reconnect_backend(
+    name: str, caller: Session = Depends(require(ADMIN)), rt: ServerRuntime = Depends(runtime)
+) -> BackendOut:
+    """Drop this gateway's connection to the backend and connect again at once (no backoff wait).
+    Answers as the new attempt begins (`status` is then `reconnecting`, or already `connected`);
+    calls in flight on the old connection fail as on any lost connection."""
+    found = await rt.reconnect_backend(name, caller.tenant)
+    own = {summary["backend"] for summary in await rt.connections.list(caller.tenant)}
+    return backend_out(found, own)

@@ -305,6 +305,7 @@ class BackendOut(BaseModel):
     resources: int = 0
     prompts: int = 0
     lastError: str | None = None
+    lastErrorAt: datetime | None = Field(default=None, description="When the last error happened")
     connection: bool = Field(
         default=False, description="The caller's tenant has a connection (credentials) for it"
     )

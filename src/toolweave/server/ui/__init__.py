@@ -61,6 +61,7 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
         Route("/runs/{run_id}", ui.page(pages.run), methods=["GET"]),
         Route("/runs/{run_id}/resume", ui.page(pages.resume, scope=CALL), methods=["POST"]),
         Route("/backends", ui.page(pages.backends), methods=["GET"]),
+        Route("/backends/{name}/reconnect", ui.page(pages.reconnect, scope=ADMIN), methods=["POST"]),
         Route("/login", ui.page(pages.login_form, scope=PUBLIC), methods=["GET"]),
         Route("/login", ui.page(pages.login, scope=PUBLIC), methods=["POST"]),
         Route("/logout", ui.page(pages.logout, scope=PUBLIC), methods=["POST"]),

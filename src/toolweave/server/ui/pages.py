@@ -11,19 +11,21 @@ import yaml
 from starlette.responses import RedirectResponse, Response
 
 from toolweave.executor.resume import ResumeError, resume_run
-from toolweave.server.ui.app import CALL, PageContext, UiApp
+from toolweave.server.ui.app import ADMIN, CALL, PageContext, UiApp
 from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_rows
 from toolweave.server.ui.dag import layout
 from toolweave.server.ui.run_view import timeline
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
-from toolweave.store import NotFound
+from toolweave.store import Conflict, NotFound
 
 MAX_KEY_LENGTH = 512
 RUN_STATUSES = ("running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required")
 RUNS_SHOWN = 200
 SINCE = {"1h": 3600, "24h": 86_400, "7d": 7 * 86_400}
 """The runs list's time filter: runs started within this window."""
+BUSY = frozenset({"starting", "reconnecting"})
+"""Backend states that change by themselves soon: the backends page refreshes while one is shown."""
 
 
 def _version_param(text: str | None, numbers: list[int], default: int) -> int:
@@ -182,10 +184,36 @@ class Pages:
             return await self.run(ctx, problem=error.message)
         return await self.run(ctx, result=result_view(called))
 
-    async def backends(self, ctx: PageContext) -> Response:
+    async def backends(self, ctx: PageContext, notice: str = "") -> Response:
         rt = ctx.runtime
-        own = {summary["backend"] for summary in await rt.connections.list(ctx.caller.tenant)}
-        return self.ui.render(ctx, "backends.html", backends=rt.gateway.describe_backends(), own=own)
+        tenant = ctx.caller.tenant
+        own = {summary["backend"] for summary in await rt.connections.list(tenant)}
+        described = rt.gateway.describe_backends()
+        may_reconnect = (
+            {b["name"] for b in described if rt.reconnect_allowed(b["name"], tenant)}
+            if ctx.may(ADMIN)
+            else set()
+        )
+        return self.ui.render(
+            ctx,
+            "backends.html",
+            backends=described,
+            own=own,
+            may_reconnect=may_reconnect,
+            busy=any(b["status"] in BUSY for b in described),
+            notice=notice,
+        )
+
+    async def reconnect(self, ctx: PageContext) -> Response:
+        """The Reconnect button: the runtime's one reconnect (which refuses whoever may not)."""
+        name = ctx.request.path_params["name"]
+        try:
+            await ctx.runtime.reconnect_backend(name, ctx.caller.tenant)
+        except NotFound as error:
+            return self.ui.problem(ctx, 404, "No such backend", str(error))
+        except Conflict as error:
+            return self.ui.problem(ctx, 409, "Not reconnected", str(error))
+        return await self.backends(ctx, notice=f"Reconnecting {name}…")
 
     async def login_form(self, ctx: PageContext) -> Response:
         if not ctx.runtime.require_auth:
