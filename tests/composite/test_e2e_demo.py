@@ -35,7 +35,7 @@ async def demo(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gatewa
 
 async def test_demo_lists_its_fanout_and_router(demo: Gateway) -> None:
     tools = {tool.name: tool for tool in demo.list_tools()}
-    assert {"search_all", "smart_scraper", "research_note"} <= set(tools)
+    assert {"search_all", "smart_scraper", "research_note", "quick_note"} <= set(tools)
     assert tools["search_all"].input_schema["required"] == ["query"]
     assert tools["smart_scraper"].input_schema["required"] == ["url"]
     url = tools["smart_scraper"].input_schema["properties"]["url"]
@@ -78,3 +78,14 @@ async def test_demo_smart_scraper(
         tool,
         reason,
     )
+
+
+async def test_demo_quick_note_takes_the_default_title_when_nobody_can_be_asked(demo: Gateway) -> None:
+    """The Python API has no client to ask: the elicitation step's defaultResponse names the note."""
+    result = await demo.call("quick_note", {"body": "Fridays 14:00-16:00"})
+    assert not result.is_error, texts(result)
+    assert result.structured_content["title"] == "Untitled"
+    ask = next(step for step in meta(result)["steps"] if step["id"] == "ask")
+    assert ask["status"] == "completed"
+    saved = await demo.call("notes__get_note", {"note_id": result.structured_content["id"]})
+    assert saved.structured_content["body"] == "Fridays 14:00-16:00"
