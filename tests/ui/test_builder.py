@@ -200,9 +200,10 @@ async def test_build_a_workflow_in_yaml_and_watch_its_run(browser: Any, tmp_path
         page = await browser.new_page()
         await page.goto(f"{server.url}/")
         await page.click("#new-workflow")
-        await expect(page.locator("#problem-count")).not_to_have_text("Valid: ready to save.")  # the starter
+        await expect(page.locator("#problem-count")).not_to_have_text("Valid: ready to save.")  # empty form
         await page.fill("#yaml", WORKFLOW_YAML.replace("py/multiply", "py/nothing"))
-        await expect(page.locator("#problems")).to_contain_text("steps[1].tool")
+        await expect(page.locator("#s-1-tool")).to_have_value("py/nothing")  # the form follows the text
+        await expect(page.locator("#err-s-1-tool")).to_contain_text("py/nothing")
         await page.fill("#yaml", WORKFLOW_YAML)
         await expect(page.locator("#problem-count")).to_have_text("Valid: ready to save.")
         await expect(page.locator("#preview #dag g.node")).to_have_count(2)

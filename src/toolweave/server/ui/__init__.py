@@ -13,7 +13,7 @@ from starlette.staticfiles import StaticFiles
 
 from toolweave.server.ui.admin_pages import AdminPages
 from toolweave.server.ui.app import ADMIN, CALL, PUBLIC, UiApp
-from toolweave.server.ui.builder_pages import BuilderPages, YamlBuilderPages
+from toolweave.server.ui.builder_pages import BuilderPages
 from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.pages import Pages
 from toolweave.services.runtime import ServerRuntime
@@ -36,11 +36,9 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
     pages = Pages(ui)
     builder = BuilderPages(ui)
     admin = AdminPages(ui)
-    yaml_builder = YamlBuilderPages(ui)
     routes += [
-        Route("/build/yaml", ui.page(yaml_builder.new, scope=ADMIN), methods=["GET"]),
-        Route("/build/yaml", ui.page(yaml_builder.post, scope=ADMIN), methods=["POST"]),
-        Route("/build/yaml/check", ui.page(yaml_builder.check, scope=ADMIN), methods=["POST"]),
+        Route("/build/yaml", ui.page(builder.legacy, scope=ADMIN), methods=["GET"]),
+        Route("/build/catalog", ui.page(builder.catalog, scope=ADMIN), methods=["GET"]),
         Route("/admin", ui.page(admin.show, scope=ADMIN), methods=["GET"]),
         Route("/admin/keys", ui.page(admin.create_key, scope=ADMIN), methods=["POST"]),
         Route("/admin/keys/{key_id}/revoke", ui.page(admin.revoke_key, scope=ADMIN), methods=["POST"]),
@@ -50,9 +48,9 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
             ui.page(admin.delete_connection, scope=ADMIN),
             methods=["POST"],
         ),
-        Route("/build/router", ui.page(builder.new, scope=ADMIN), methods=["GET"]),
-        Route("/build/router", ui.page(builder.post, scope=ADMIN), methods=["POST"]),
-        Route("/build/router/check", ui.page(builder.check, scope=ADMIN), methods=["POST"]),
+        Route("/build/{kind}", ui.page(builder.new, scope=ADMIN), methods=["GET"]),
+        Route("/build/{kind}", ui.page(builder.post, scope=ADMIN), methods=["POST"]),
+        Route("/build/{kind}/check", ui.page(builder.check, scope=ADMIN), methods=["POST"]),
         Route("/tools/{name:path}/edit", ui.page(builder.edit, scope=ADMIN), methods=["GET"]),
         Route("/", ui.page(pages.tools), methods=["GET"]),
         Route("/tools/{name:path}/try", ui.page(pages.try_tool, scope=CALL), methods=["POST"]),

@@ -12,16 +12,28 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from toolweave.composite.router.config import CONDITION_TYPES
+from toolweave.composite.router.config import CONDITION_TYPES, GROUP_TYPES
 from toolweave.problems import Problem
+from toolweave.server.ui.builder_forms import (
+    MAX_ROWS,
+    FormKind,
+    Unreadable,
+    count_of,
+    inline,
+    kept_json,
+    kept_of,
+    rest_of,
+    scalar,
+    structured,
+    text_of,
+)
+from toolweave.server.ui.builder_forms import (
+    place as place_at,
+)
 
-MAX_ROWS = 50
-"""Operations or rules one form may hold (a bound on what one request makes the gateway check)."""
-MAX_YAML = 200_000
 ROUTINGS = ("rule_based", "agent_driven")
 TOP_SLOTS = ("name", "description", "routing", "default_operation", "operations", "rules")
+SHOWN = ("kind", *TOP_SLOTS)
 _OP_FIELDS = {"slug": "slug", "tool": "tool", "parameter_mapping": "mapping"}
 _RULE_CONDITION = {
     "type": "type",
@@ -39,6 +51,12 @@ class OperationRow:
     tool: str = ""
     mapping: str = ""
     """`argument=tool_parameter` pairs separated by commas."""
+    kept: dict[str, Any] = field(default_factory=dict)
+    """The operation's keys without a field (display_name, description, fixed arguments)."""
+
+    @property
+    def kept_text(self) -> str:
+        return kept_json(self.kept)
 
 
 @dataclass(slots=True)
@@ -46,6 +64,7 @@ class RuleRow:
     type: str = "contains"
     field: str = ""
     value: str = ""
+    """The compared value; for `all`/`any` the list of conditions and for `not` the condition, as YAML."""
     case: bool = False
     priority: str = ""
     operation: str = ""
@@ -59,6 +78,12 @@ class RouterForm:
     default_operation: str = ""
     operations: list[OperationRow] = field(default_factory=lambda: [OperationRow()])
     rules: list[RuleRow] = field(default_factory=list)
+    kept: dict[str, Any] = field(default_factory=dict)
+    """The router's keys without a field (title, annotations, tags, input_schema, templates...)."""
+
+    @property
+    def kept_text(self) -> str:
+        return kept_json(self.kept)
 
     def slots(self) -> list[str]:
         """Every field a problem can be shown at."""
@@ -73,49 +98,39 @@ class RouterForm:
         return found
 
 
-def _count(form: Any, key: str) -> int:
-    try:
-        return max(0, min(int(form.get(key) or 0), MAX_ROWS))
-    except ValueError:
-        return 0
-
-
-def _text(form: Any, key: str, limit: int = 10_000) -> str:
-    value = form.get(key)
-    return value.strip()[:limit] if isinstance(value, str) else ""
-
-
 def read_form(form: Any) -> RouterForm:
     """The builder's fields as they were sent (rows removed with their ✕ are left out)."""
-    removed = _text(form, "remove")
+    removed = text_of(form, "remove")
     operations = [
         OperationRow(
-            slug=_text(form, f"op-{i}-slug"),
-            tool=_text(form, f"op-{i}-tool"),
-            mapping=_text(form, f"op-{i}-mapping"),
+            slug=text_of(form, f"op-{i}-slug"),
+            tool=text_of(form, f"op-{i}-tool"),
+            mapping=text_of(form, f"op-{i}-mapping"),
+            kept=kept_of(form, f"op-{i}-kept"),
         )
-        for i in range(_count(form, "ops"))
+        for i in range(count_of(form, "ops"))
         if removed != f"op-{i}"
     ]
     rules = [
         RuleRow(
-            type=_text(form, f"rule-{i}-type") or "contains",
-            field=_text(form, f"rule-{i}-field"),
-            value=_text(form, f"rule-{i}-value"),
+            type=text_of(form, f"rule-{i}-type") or "contains",
+            field=text_of(form, f"rule-{i}-field"),
+            value=text_of(form, f"rule-{i}-value"),
             case=form.get(f"rule-{i}-case") == "true",
-            priority=_text(form, f"rule-{i}-priority"),
-            operation=_text(form, f"rule-{i}-operation"),
+            priority=text_of(form, f"rule-{i}-priority"),
+            operation=text_of(form, f"rule-{i}-operation"),
         )
-        for i in range(_count(form, "rules"))
+        for i in range(count_of(form, "rules"))
         if removed != f"rule-{i}"
     ]
     return RouterForm(
-        name=_text(form, "name", 200),
-        description=_text(form, "description"),
-        routing=_text(form, "routing") or "rule_based",
-        default_operation=_text(form, "default_operation"),
+        name=text_of(form, "name", 200),
+        description=text_of(form, "description"),
+        routing=text_of(form, "routing") or "rule_based",
+        default_operation=text_of(form, "default_operation"),
         operations=operations,
         rules=rules,
+        kept=kept_of(form, "kept"),
     )
 
 
@@ -131,21 +146,6 @@ def _mapping(text: str) -> dict[str, str]:
     return pairs
 
 
-def _scalar(text: str) -> Any:
-    """A rule's value as typed: numbers and booleans as such (for gt/lt/equals), else the text."""
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def to_definition(form: RouterForm) -> dict[str, Any]:
     """The definition the form describes, in the config file's shape (empty parts left out)."""
     definition: dict[str, Any] = {"name": form.name, "description": form.description, "routing": form.routing}
@@ -155,24 +155,63 @@ def to_definition(form: RouterForm) -> dict[str, Any]:
         mapping = _mapping(row.mapping)
         if mapping:
             operation["parameter_mapping"] = mapping
-        operations.append(operation)
+        operations.append({**operation, **row.kept})
     definition["operations"] = operations
     rules = []
     for row in form.rules:
-        condition: dict[str, Any] = {"type": row.type, "field": row.field}
-        if row.type != "exists":
-            condition["value"] = _scalar(row.value)
-        if row.case:
-            condition["case_sensitive"] = True
+        condition = _condition(row)
         rule: dict[str, Any] = {"condition": condition, "operation": row.operation}
         if row.priority:
-            rule["priority"] = _scalar(row.priority)
+            rule["priority"] = scalar(row.priority)
         rules.append(rule)
     if rules:
         definition["rules"] = rules
     if form.default_operation:
         definition["default_operation"] = form.default_operation
-    return definition
+    return {**definition, **form.kept}
+
+
+def _nested(text: str) -> Any:
+    try:
+        return structured(text, "the conditions")
+    except Unreadable:
+        return text  # the validator reports it at the rule's value
+
+
+def _condition(row: RuleRow) -> dict[str, Any]:
+    """A rule's condition: a leaf compares one field; `all`/`any`/`not` hold conditions written as YAML."""
+    if row.type in GROUP_TYPES:
+        return {"type": row.type, "conditions": _nested(row.value)}
+    if row.type == "not":
+        return {"type": row.type, "condition": _nested(row.value)}
+    condition: dict[str, Any] = {"type": row.type, "field": row.field}
+    if row.type != "exists":
+        condition["value"] = scalar(row.value)
+    if row.case:
+        condition["case_sensitive"] = True
+    return condition
+
+
+def _condition_value(condition: dict[str, Any]) -> str:
+    kind = condition.get("type")
+    if kind in GROUP_TYPES:
+        return inline(condition.get("conditions"))
+    if kind == "not":
+        return inline(condition.get("condition"))
+    value = condition.get("value")
+    return inline(value) if isinstance(value, list | dict) else ("" if value is None else str(value))
+
+
+def field_problems(form: RouterForm) -> list[Problem]:
+    """A group rule whose conditions are not readable YAML, said at the rule's value."""
+    found = []
+    for index, row in enumerate(form.rules):
+        if row.type in (*GROUP_TYPES, "not"):
+            try:
+                structured(row.value, "the conditions")
+            except Unreadable as error:
+                found.append(Problem(f"rules[{index}].condition.value", str(error)))
+    return found
 
 
 def from_definition(definition: dict[str, Any]) -> RouterForm:
@@ -186,6 +225,7 @@ def from_definition(definition: dict[str, Any]) -> RouterForm:
             slug=text(op.get("slug")),
             tool=text(op.get("tool")),
             mapping=", ".join(f"{k}={v}" for k, v in (op.get("parameter_mapping") or {}).items()),
+            kept=rest_of(op, ("slug", "tool", "parameter_mapping")),
         )
         for op in definition.get("operations") or []
         if isinstance(op, dict)
@@ -199,7 +239,7 @@ def from_definition(definition: dict[str, Any]) -> RouterForm:
             RuleRow(
                 type=text(condition.get("type")) or "contains",
                 field=text(condition.get("field")),
-                value=text(condition.get("value")),
+                value=_condition_value(condition),
                 case=bool(condition.get("case_sensitive") or condition.get("caseSensitive")),
                 priority=text(rule.get("priority")),
                 operation=text(rule.get("operation")),
@@ -212,24 +252,8 @@ def from_definition(definition: dict[str, Any]) -> RouterForm:
         default_operation=text(definition.get("default_operation")),
         operations=operations or [OperationRow()],
         rules=rules,
+        kept=rest_of(definition, SHOWN),
     )
-
-
-def to_yaml(definition: dict[str, Any]) -> str:
-    return yaml.safe_dump(definition, sort_keys=False, allow_unicode=True)
-
-
-def from_yaml(text: str) -> tuple[dict[str, Any] | None, str]:
-    """(definition, "") or (None, why it is not one)."""
-    if len(text) > MAX_YAML:
-        return None, f"the YAML is longer than {MAX_YAML} characters"
-    try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        return None, f"not valid YAML: {error}"
-    if not isinstance(loaded, dict):
-        return None, "the YAML must be a mapping (one router definition)"
-    return loaded, ""
 
 
 def slot_of(problem: Problem) -> str | None:
@@ -243,6 +267,8 @@ def slot_of(problem: Problem) -> str | None:
             return f"op-{index}-{_OP_FIELDS.get(head, 'row')}"
         if head == "condition":
             sub = rest.split(".")[1] if "." in rest else ""
+            if sub.startswith("condition"):  # inside an all/any/not: the YAML in the value box
+                return f"rule-{index}-value"
             return f"rule-{index}-{_RULE_CONDITION.get(sub, 'type')}"
         return f"rule-{index}-{head if head in ('operation', 'priority') else 'row'}"
     top = path.split(".")[0].split("[")[0]
@@ -251,17 +277,42 @@ def slot_of(problem: Problem) -> str | None:
 
 def place(problems: list[Problem], form: RouterForm) -> tuple[dict[str, list[str]], list[str]]:
     """({slot: messages}, messages about the whole definition)."""
-    known = set(form.slots())
-    at: dict[str, list[str]] = {}
-    general: list[str] = []
-    for problem in problems:
-        slot = slot_of(problem)
-        if slot is not None and slot in known:
-            at.setdefault(slot, []).append(problem.message)
-        else:
-            general.append(str(problem))
-    return at, general
+    return place_at(problems, form, slot_of)
 
 
-CONDITIONS = tuple(t for t in CONDITION_TYPES if t not in ("all", "any", "not"))
-"""The condition types the form offers (groups are written in the YAML editor)."""
+CONDITIONS = tuple(CONDITION_TYPES)
+"""The condition types the form offers; for `all`/`any`/`not` the value box holds the nested
+conditions as YAML (`[{type: contains, field: url, value: x}, ...]`)."""
+
+
+def add_row(form: RouterForm, action: str, tool: str) -> bool:
+    """Add an operation (empty, or the tool picked from the catalog search) or a rule."""
+    if action in ("add_op", "pick"):
+        if len(form.operations) < MAX_ROWS:
+            slug = tool.rsplit("/", 1)[-1].rsplit("__", 1)[-1][:64] if tool else ""
+            row = OperationRow(slug=slug, tool=tool)
+            if action == "pick" and len(form.operations) == 1 and not form.operations[0].tool:
+                form.operations[0] = row  # the empty first row takes the first pick
+            else:
+                form.operations.append(row)
+        return True
+    if action == "add_rule":
+        if len(form.rules) < MAX_ROWS:
+            form.rules.append(RuleRow(priority=str(len(form.rules) + 1)))
+        return True
+    return False
+
+
+ROUTER = FormKind(
+    kind="router",
+    title="router",
+    intro="A router is one tool that sends each call to one of several tools, chosen by rules or by the agent.",
+    fields_template="_fields_router.html",
+    read=read_form,
+    to_definition=to_definition,
+    from_definition=from_definition,
+    place=place,
+    add_row=add_row,
+    field_problems=field_problems,
+    choices={"conditions": CONDITIONS, "routings": ROUTINGS},
+)
