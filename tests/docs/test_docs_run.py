@@ -16,7 +16,9 @@ What the test changes, and nothing else:
 * the session runs `set -eo pipefail` in the copy's root, with the copy's `.venv/bin` first on
   PATH (shims for the programs of the environment running the tests; `pip` refuses), `HOME` a
   fresh directory (so no client configuration or gateway state file of the machine is read or
-  written), no `TOOLWEAVE_*` or `XDG_*` variable of the caller's environment, and stdin empty.
+  written) holding only a Claude Desktop configuration with two servers (`CLAUDE_DESKTOP`, for
+  `toolweave init claude-desktop`), no `TOOLWEAVE_*` or `XDG_*` variable of the caller's
+  environment, and stdin empty.
   As in any `set -e` shell, the left side of `a && b` failing fails the block only when the
   line is its last one: examples put one command on a line.
 
@@ -49,9 +51,16 @@ FILE_TIMEOUT = 180.0
 
 _PORT = re.compile(r"(?:(?<=127\.0\.0\.1:)|(?<=localhost:)|(?<=--port ))(80\d\d)\b")
 _COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".peers", "*.db", "*.db-*"
+    ".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".peers", "*.db", "*.db-*", "*.db.lock"
 )
 _DEMO_PORT = "8080"
+CLAUDE_DESKTOP = {
+    "mcpServers": {
+        "Time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
+        "Product Docs": {"command": "toolweave-demo-server"},
+    }
+}
+"""What `toolweave init claude-desktop` finds in the scratch HOME: servers that run offline here."""
 
 
 def _files_with_examples() -> list[Path]:
@@ -127,7 +136,9 @@ def _venv_shims(bin_dir: Path) -> None:
 
 def _environment(copy: Path, home: Path) -> dict[str, str]:
     """The reader's shell: the copy's .venv first on PATH, a fresh HOME, no TOOLWEAVE_* settings."""
-    home.mkdir()
+    for place in (".config/Claude", "Library/Application Support/Claude"):  # Linux, macOS
+        (home / place).mkdir(parents=True)
+        (home / place / "claude_desktop_config.json").write_text(json.dumps(CLAUDE_DESKTOP, indent=2))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLWEAVE_", "XDG_"))}
     env.update(
         HOME=str(home),
