@@ -3,7 +3,6 @@ quiet logging, and the database of a one-shot command."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import time
@@ -112,6 +111,8 @@ def with_database(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
             await db.close()
 
     try:
+        import asyncio
+
         return asyncio.run(run())
     except (StoreError, ValueError) as error:
         err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)

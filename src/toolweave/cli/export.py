@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from typing import Annotated
@@ -60,6 +59,8 @@ def _exported_here(
     from toolweave.services.offline import export_offline
 
     try:
+        import asyncio
+
         return asyncio.run(export_offline(cfg, name, format, tenant))
     except LookupError as error:
         err.print(f"[red]{escape(str(error))}[/]", highlight=False, soft_wrap=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -51,6 +50,8 @@ def federate(
         f"federating [bold]{escape(' '.join(command))}[/] as namespace [bold]{chosen}[/] → {escape(bridge.url)}"
     )
     try:
+        import asyncio
+
         asyncio.run(_run(bridge))
     except FederationRefused as refused:
         err.print(f"[bold red]refused[/] ({refused.code}): {escape(refused.reason)}", soft_wrap=True)
@@ -60,6 +61,8 @@ def federate(
 
 
 async def _run(bridge: object) -> None:
+    import asyncio
+
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):

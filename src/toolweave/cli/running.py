@@ -16,9 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,13 +65,18 @@ class Running:
     """How it was found, for the line saying which gateway was used."""
 
     def get(self, path: str, query: dict[str, Any] | None = None) -> Any:
-        suffix = f"?{urllib.parse.urlencode(query, doseq=True)}" if query else ""
+        from urllib.parse import urlencode
+
+        suffix = f"?{urlencode(query, doseq=True)}" if query else ""
         return self._send("GET", f"{path}{suffix}", None)
 
     def post(self, path: str, body: Any) -> Any:
         return self._send("POST", path, body)
 
     def _send(self, method: str, path: str, body: Any) -> Any:
+        import urllib.error
+        import urllib.request  # here: it loads ssl and tempfile, which most commands never need
+
         headers = {"Accept": "application/json"}
         data = None
         if body is not None:
@@ -94,7 +96,7 @@ class Running:
             raise GatewayError(f"the gateway at {self.url} cannot be reached: {reason}") from None
 
 
-def _gateway_error(error: urllib.error.HTTPError) -> GatewayError:
+def _gateway_error(error: Any) -> GatewayError:
     """The API's own message and problems (`{"error": {"message", "problems"}}`), else the status line."""
     try:
         payload = json.loads(error.read() or b"{}")

@@ -4,7 +4,6 @@ directly. The output is the same either way; a line on stderr says which."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated, Any, NoReturn
 
@@ -217,6 +216,8 @@ def _resumed_here(config: Any, run_id: str, arguments: dict[str, Any], local: bo
     quiet_logging("error")
     said_which(None, local)
     try:
+        import asyncio
+
         result = asyncio.run(resume_offline(cfg, run_id, arguments))
     except ResumeError as error:
         _cannot_resume(error.message, list(error.problems))

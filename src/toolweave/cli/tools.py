@@ -4,7 +4,6 @@ same either way; a line on stderr says which was used."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated, Any
 
@@ -66,6 +65,8 @@ def _listed_here(config: Any, local: bool) -> list[dict[str, Any]]:
         async with Gateway(cfg) as gateway:
             warn_missing(gateway.describe_backends())
             return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in gateway.list_tools()]
+
+    import asyncio
 
     return asyncio.run(run())
 
@@ -134,6 +135,8 @@ def _called_here(config: Any, name: str, arguments: dict[str, Any], local: bool)
         finally:
             if runs is not None:
                 await runs.close()
+
+    import asyncio
 
     from toolweave.results import result_to_dict
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -45,6 +44,8 @@ def validate(
     if cfg is not None and not offline:
         quiet_logging("critical")
         reported = {issue.path for issue in static if issue.path}
+        import asyncio
+
         for problem in asyncio.run(_connected_problems(cfg, paths, warnings)):
             # one problem per path: a definition's own problems come back from the catalog build too,
             # and a reference to an unknown backend is also an unknown tool
