@@ -15,6 +15,8 @@ from toolweave.server.ui.admin_pages import AdminPages
 from toolweave.server.ui.app import ADMIN, CALL, PUBLIC, UiApp
 from toolweave.server.ui.builder_pages import BuilderPages
 from toolweave.server.ui.docs import docs_routes
+from toolweave.server.ui.live_calls import LiveCalls
+from toolweave.server.ui.live_pages import LivePages
 from toolweave.server.ui.pages import Pages
 from toolweave.services.runtime import ServerRuntime
 from toolweave.ui import STATIC
@@ -33,7 +35,9 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
     if not runtime.config.ui.enabled:
         return routes
     ui = UiApp(runtime)
-    pages = Pages(ui)
+    live = LiveCalls()
+    pages = Pages(ui, live)
+    live_pages = LivePages(ui, live)
     builder = BuilderPages(ui)
     admin = AdminPages(ui)
     routes += [
@@ -55,6 +59,9 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
         Route("/", ui.page(pages.tools), methods=["GET"]),
         Route("/tools/{name:path}/try", ui.page(pages.try_tool, scope=CALL), methods=["POST"]),
         Route("/tools/{name:path}", ui.page(pages.tool), methods=["GET"]),
+        Route("/calls/{call_id}", ui.page(live_pages.follow, scope=CALL), methods=["GET"]),
+        Route("/calls/{call_id}/answer", ui.page(live_pages.answer, scope=CALL), methods=["POST"]),
+        Route("/calls/{call_id}/cancel", ui.page(live_pages.cancel, scope=CALL), methods=["POST"]),
         Route("/runs", ui.page(pages.runs), methods=["GET"]),
         Route("/runs/{run_id}", ui.page(pages.run), methods=["GET"]),
         Route("/runs/{run_id}/resume", ui.page(pages.resume, scope=CALL), methods=["POST"]),

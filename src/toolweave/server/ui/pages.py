@@ -14,6 +14,7 @@ from toolweave.executor.resume import ResumeError, resume_run
 from toolweave.server.ui.app import ADMIN, CALL, PageContext, UiApp
 from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_rows
 from toolweave.server.ui.dag import layout
+from toolweave.server.ui.live_calls import LiveCallRefused, LiveCalls
 from toolweave.server.ui.run_view import timeline
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
@@ -52,8 +53,9 @@ def _safe_next(target: str | None) -> str:
 
 
 class Pages:
-    def __init__(self, ui: UiApp) -> None:
+    def __init__(self, ui: UiApp, live: LiveCalls) -> None:
         self.ui = ui
+        self.live = live
 
     async def tools(self, ctx: PageContext) -> Response:
         rt = ctx.runtime
@@ -80,10 +82,16 @@ class Pages:
         entry = rt.gateway.catalog.get(name)
         served = entry is not None and entry.visible_to(ctx.caller.tenant)
         fields = form_fields(entry.tool.input_schema) if served and entry is not None else []
-        read, result = ReadArguments(), None
+        read, result, live, refused = ReadArguments(), None, None, ""
         if trying and served:
             read = read_arguments(fields, await ctx.request.form())
-            if not read.problems:
+            if not read.problems and ctx.request.headers.get("hx-request"):
+                # followed live by the page: progress, and questions answered in it
+                try:
+                    live = self.live.start(rt.gateway, ctx.caller, ctx.browser.id, name, read.arguments)
+                except LiveCallRefused as error:
+                    refused = str(error)
+            elif not read.problems:  # a browser without script: the call, then the page with its result
                 called = await rt.gateway.executor(ctx.caller).call(name, read.arguments)
                 result = result_view(called)
         versions, diff, pair = (
@@ -100,6 +108,8 @@ class Pages:
             may_call=served and ctx.may(CALL),
             sent=read,
             result=result,
+            live=live,
+            refused=refused,
             dag=layout(view.definition.get("steps") or []) if view.kind == "workflow" else None,
         )
 
