@@ -90,10 +90,11 @@ def test_the_examples_run(path: Path, tmp_path: Path) -> None:
         outputs = tmp_path / "out"
         outputs.mkdir()
         script = _session_script(blocks, ports, outputs)
-        failed = _run_session(script, copy, env, outputs)
+        failed, timed_out = _run_session(script, copy, env, outputs)
     if failed is not None:
         block = blocks[failed]
-        pytest.fail(f"{block.where}: the example failed\n{_report(block, outputs, failed)}", pytrace=False)
+        what = f"did not finish in {FILE_TIMEOUT:.0f} s" if timed_out else "failed"
+        pytest.fail(f"{block.where}: the example {what}\n{_report(block, outputs, failed)}", pytrace=False)
     for index, block in enumerate(blocks):
         output = _output(outputs, index)
         missing = [snippet for snippet in block.expect if snippet not in output]
@@ -202,8 +203,9 @@ def _session_script(blocks: list[Block], ports: dict[str, str], outputs: Path) -
     return "\n".join(lines) + "\n"
 
 
-def _run_session(script: str, copy: Path, env: dict[str, str], outputs: Path) -> int | None:
-    """Runs the script; the index of the block that failed, or None when all succeeded."""
+def _run_session(script: str, copy: Path, env: dict[str, str], outputs: Path) -> tuple[int | None, bool]:
+    """Runs the script: the index of the block that failed (None when all succeeded), and whether
+    it was stopped for taking too long."""
     (outputs / "session.sh").write_text(script)
     process = subprocess.Popen(
         ["bash", str(outputs / "session.sh")],
@@ -223,8 +225,8 @@ def _run_session(script: str, copy: Path, env: dict[str, str], outputs: Path) ->
             os.killpg(process.pid, signal.SIGKILL)
     current = (outputs / "current").read_text().strip() if (outputs / "current").exists() else "0"
     if code == 0 and current == "done":
-        return None
-    return int(current) if current.isdigit() else 0
+        return None, False
+    return (int(current) if current.isdigit() else 0), code is None
 
 
 def _output(outputs: Path, index: int) -> str:
