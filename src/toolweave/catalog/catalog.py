@@ -130,6 +130,8 @@ class Catalog:
         self.pinned: frozenset[str] = frozenset()
         self.list_composites = True
         """Search mode lists the composites beside `find_tools` and `call_tool` (`[search] list_composites`)."""
+        self.list_found = 0
+        """How many found tools a session lists beside them (`[search] list_found`; 0: none)."""
         self.used_in: dict[str, list[str]] = {}
         self.backends: dict[str, Backend] = {}
         self.disabled: frozenset[str] = frozenset()
@@ -186,10 +188,11 @@ class Catalog:
             if all(entry.owner is None for entry in self.entries.values()):
                 return list(self.listed)
             return [entry.tool for entry in self.listed_for(tenant)]
-        kept = [t for t in self.listed if self._kept_in_search_mode(self.entries[t.name], tenant)]
+        kept = [t for t in self.listed if self.kept_in_search_mode(self.entries[t.name], tenant)]
         return [*SEARCH_TOOLS, *kept]
 
-    def _kept_in_search_mode(self, entry: Entry, tenant: str | None) -> bool:
+    def kept_in_search_mode(self, entry: Entry, tenant: str | None) -> bool:
+        """Whether search mode lists `entry` to `tenant` as itself: a pinned tool or a listed composite."""
         if not entry.visible_to(tenant) or entry.name in (FIND_TOOLS, CALL_TOOL):
             return False
         return entry.name in self.pinned or (self.list_composites and entry.composite is not None)
@@ -420,6 +423,7 @@ class Catalog:
         self.listed = [entry.tool for entry in self.visible()]
         self.pinned = frozenset(config.gateway.pinned)
         self.list_composites = config.search.list_composites
+        self.list_found = config.search.list_found
         if config.gateway.tool_exposure == "search":
             self.index = ToolIndex(self.search_documents())
 

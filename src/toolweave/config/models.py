@@ -66,6 +66,13 @@ class SearchConfig(StrictModel):
     """List the composite tools beside `find_tools` and `call_tool`: they are few, and the reason to
     have a gateway; `false` lists only the search tools and the pinned ones."""
 
+    list_found: int = Field(default=0, ge=0, le=64)
+    """Opt-in: each session's `tools/list` also lists up to this many of the tools `find_tools`
+    returned to it, least recently used dropped, announced with `notifications/tools/list_changed`,
+    so the model calls them directly with their own schemas; 0 (the default): off. Sessions are
+    handshake-era MCP connections (2025-11-25 and older, HTTP or stdio): a 2026-07-28 request has
+    no session to list them to."""
+
 
 class GatewayConfig(StrictModel):
     separator: str = "__"

@@ -69,10 +69,24 @@ class ToolExecutor:
         if entry is None or not entry.listed_to(self.session.tenant):
             if entry is None and catalog.is_search_tool(name):
                 return await search_mode.answer(
-                    catalog, self.session.tenant, name, arguments, self.call, progress, self.registry.semantic
+                    catalog,
+                    self.session.tenant,
+                    name,
+                    arguments,
+                    self.call,
+                    progress,
+                    self.registry.semantic,
+                    self._found,
                 )
             return self._unknown(name, catalog)
         return await self._dispatch(entry, arguments, progress)
+
+    def _found(self, names: Sequence[str]) -> bool:
+        """Tell the hosts the tools `find_tools` returned to this session; True when they are now listed to it."""
+        listed = False
+        for listener in self.registry.found_listeners:
+            listed = listener(self.session, names) or listed
+        return listed
 
     async def call_inner(
         self, reference: str, arguments: Any, progress: ProgressFn | None = None

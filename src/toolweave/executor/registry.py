@@ -9,7 +9,7 @@ whole when a new snapshot is built.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import mcp_types as types
@@ -31,6 +31,9 @@ StartupWait = Callable[[], Awaitable[bool]]
 """Waits (bounded) until every backend still making its first connection attempt has finished it and the
 catalog has been rebuilt; True when it had to wait. A gateway that listens before its backends are up
 uses it so that a call to a tool whose backend is still starting is answered, not refused as unknown."""
+FoundListener = Callable[[Session, Sequence[str]], bool]
+"""`(session, names)`, told the tools a `find_tools` call of `session` returned (search mode); True when
+they are now listed to that session (`[search] list_found`). Must be cheap and never raise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,7 @@ class Registry:
     __slots__ = (
         "admission",
         "catalog",
+        "found_listeners",
         "limits",
         "observe",
         "policy",
@@ -81,3 +85,5 @@ class Registry:
         self.startup_wait = startup_wait
         self.semantic = semantic
         """Meaning-based ranking for `find_tools` (`[search.embeddings]`); None: lexical only."""
+        self.found_listeners: list[FoundListener] = []
+        """Who lists found tools to their sessions (the MCP front adds itself; the list itself never changes)."""

@@ -26,6 +26,8 @@ logger = logging.getLogger("toolweave.search")
 
 CallFn = Callable[..., Awaitable[types.CallToolResult]]
 """`await call(name, arguments, progress=...)`: the executor's own `call`."""
+FoundFn = Callable[[Sequence[str]], bool]
+"""Told the names `find_tools` returned; True when they are now in the caller's own `tools/list`."""
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 5
@@ -43,12 +45,13 @@ async def answer(
     call: CallFn,
     progress: ProgressFn | None,
     semantic: SemanticRanker | None = None,
+    found: FoundFn | None = None,
 ) -> types.CallToolResult:
-    """The result of `find_tools` or `call_tool` for `tenant`."""
+    """The result of `find_tools` or `call_tool` for `tenant`; `found` hears what `find_tools` returned."""
     if not isinstance(arguments, Mapping):
         return error_result(f"arguments for {name!r} must be a JSON object")
     if name == FIND_TOOLS:
-        return await _find(catalog, tenant, arguments, semantic)
+        return await _find(catalog, tenant, arguments, semantic, found)
     target = arguments.get("name")
     inner_args = arguments.get("arguments", {})
     if not isinstance(target, str):
@@ -71,7 +74,11 @@ def target_of(name: str, arguments: Any) -> str | None:
 
 
 async def _find(
-    catalog: Catalog, tenant: str | None, arguments: Mapping[str, Any], semantic: SemanticRanker | None
+    catalog: Catalog,
+    tenant: str | None,
+    arguments: Mapping[str, Any],
+    semantic: SemanticRanker | None,
+    listen: FoundFn | None,
 ) -> types.CallToolResult:
     problem = find_arguments_problem(arguments)
     if problem is not None:
@@ -79,7 +86,8 @@ async def _find(
     query: str = arguments["query"]
     limit: int = arguments.get("limit", DEFAULT_LIMIT)
     found, warning = await find(catalog, tenant, query, limit, semantic)
-    text = render_found(query, found, detail=arguments.get("detail", False))
+    listed = bool(found) and listen is not None and listen([tool.name for tool in found])
+    text = render_found(query, found, detail=arguments.get("detail", False), listed=listed)
     if warning:
         text = f"{text}\n(note: {warning})"
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
@@ -120,8 +128,11 @@ def find_arguments_problem(arguments: Mapping[str, Any]) -> str | None:
     return None
 
 
-def render_found(query: str, tools: Sequence[types.Tool], *, detail: bool = False) -> str:
-    """The text of a `find_tools` answer: one line a tool, or (detail) each tool with its schema."""
+def render_found(
+    query: str, tools: Sequence[types.Tool], *, detail: bool = False, listed: bool = False
+) -> str:
+    """The text of a `find_tools` answer: one line a tool, or (detail) each tool with its schema;
+    `listed`: the tools are now in the caller's own `tools/list` (`[search] list_found`)."""
     if not tools:
         return f"No tool matches {query!r}. Try other words for what you want to do."
     if detail:
@@ -134,7 +145,10 @@ def render_found(query: str, tools: Sequence[types.Tool], *, detail: bool = Fals
             }
         )
     lines = [f"{tool.name}{signature(tool.input_schema)} - {purpose(tool)}" for tool in tools]
-    lines.append("Call with call_tool {name, arguments}; find_tools detail=true gives full schemas.")
+    if listed:
+        lines.append("These tools are now in your tool list: call them directly, or with call_tool.")
+    else:
+        lines.append("Call with call_tool {name, arguments}; find_tools detail=true gives full schemas.")
     return "\n".join(lines)
 
 

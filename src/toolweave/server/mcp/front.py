@@ -22,7 +22,7 @@ import functools
 import logging
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -52,6 +52,7 @@ from toolweave.server.mcp.elicitation import (
     client_capabilities,
     legacy_elicit,
 )
+from toolweave.server.mcp.found import FoundTools
 from toolweave.server.mcp.relays import CallerChannel, Relays
 from toolweave.server.mcp.scopes import missing_scope, require_scope
 
@@ -103,6 +104,8 @@ class MCPFront:
             {},
         )
         self._annotated: tuple[Any, dict[str, bool]] = (None, {})
+        self._found: weakref.WeakKeyDictionary[Any, FoundTools] = weakref.WeakKeyDictionary()
+        """Per handshake-era connection: the found tools it lists (`[search] list_found`, found.py)."""
         self.server = self._build()
         self.server.relays = self.relays
         self._stamp = self.server.server_info_stamp
@@ -111,6 +114,7 @@ class MCPFront:
         # covered by tests/server/mcp/test_front_fast_path.py)
         sdk_compat.set_fast_path(self.server, self._fast_path)
         self._unsubscribe = gateway.on_tools_changed(self._tools_changed)
+        gateway.registry.found_listeners.append(self._tools_found)
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         """A dict lookup, so the SDK's `Mcp-Param-*` header check never runs our tools/list per call.
@@ -202,6 +206,45 @@ class MCPFront:
             except Exception:  # noqa: BLE001 - a closed connection is simply forgotten
                 self._legacy_connections.discard(connection)
 
+    def _tools_found(self, session: Session, names: Sequence[str]) -> bool:
+        """`Registry.found_listeners`: list what `find_tools` returned to a handshake-era connection,
+        and announce the change to it alone. True when the names are now listed to it."""
+        connection = session.owner
+        catalog = self.gateway.catalog
+        if catalog.list_found == 0 or connection not in self._legacy_connections:
+            return False
+        found = self._found.get(connection)
+        if found is None:
+            found = self._found[connection] = FoundTools()
+        if found.add(catalog, session.tenant, names):
+            self._announce(connection.send_tool_list_changed())
+        return True
+
+    def _announce(self, sending: Any) -> None:
+        """Send a notification in the background (a closed connection is simply not told)."""
+
+        async def send() -> None:
+            with contextlib.suppress(Exception):
+                await sending
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._announcements.add(task)
+        task.add_done_callback(self._announcements.discard)
+
+    def _touch_found(self, ctx: Any, name: str) -> None:
+        """A call of a listed found tool makes it the session's most recently used."""
+        if self._found:
+            found = self._found.get(self._connection_of(ctx))
+            if found is not None:
+                found.touch(name)
+
+    def _with_found(self, ctx: Any, tenant: str | None, tools: list[types.Tool]) -> list[types.Tool]:
+        """`tools` plus the found tools this connection lists (`[search] list_found`)."""
+        found = self._found.get(self._connection_of(ctx)) if self._found else None
+        if not found:
+            return tools
+        return [*tools, *found.tools(self.gateway.catalog, tenant)]
+
     # -- tools -----------------------------------------------------------------
 
     async def _list_tools(
@@ -210,7 +253,8 @@ class MCPFront:
         self._remember_legacy(ctx)
         session = self._session(ctx)
         require_scope(session, "tools/list")
-        return types.ListToolsResult(tools=self.gateway.list_tools(session.tenant))
+        tools = self.gateway.list_tools(session.tenant)
+        return types.ListToolsResult(tools=self._with_found(ctx, session.tenant, tools))
 
     async def _call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
@@ -227,6 +271,7 @@ class MCPFront:
         progress = _progress_fn(ctx)
         arguments = params.arguments or {}
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._touch_found(ctx, params.name)
             executor = self.lane.executor(base, legacy_elicit(ctx), self._connection_of(ctx))
             return await executor.call(params.name, arguments, progress=progress)
         pending = self.broker.resume(params.request_state, params.input_responses)
@@ -286,6 +331,8 @@ class MCPFront:
         version = ctx.protocol_version
         legacy = version not in MODERN_PROTOCOL_VERSIONS
         session, name, arguments = call
+        if legacy:
+            self._touch_found(ctx, name)
         with client_of_call(CallerChannel(ctx, self.relays)):
             return await self.lane.answer(
                 session,
@@ -303,7 +350,22 @@ class MCPFront:
         )
 
     def _listing(self, ctx: Any) -> dict[str, Any]:
-        listing, _encoded = self._listing_for(self._session(ctx).tenant, ctx.protocol_version)
+        tenant = self._session(ctx).tenant
+        found = self._found.get(self._connection_of(ctx)) if self._found else None
+        if found:
+            return self._listing_with_found(found, tenant, ctx.protocol_version)
+        listing, _encoded = self._listing_for(tenant, ctx.protocol_version)
+        return dict(listing)
+
+    def _listing_with_found(self, found: FoundTools, tenant: str | None, version: str) -> dict[str, Any]:
+        """The wire `tools/list` of a connection that lists found tools (built again when they change)."""
+        catalog = self.gateway.catalog
+        key = (catalog, tenant, version)
+        listing = found.cached(key)
+        if listing is None:
+            tools = [*self.gateway.list_tools(tenant), *found.tools(catalog, tenant)]
+            listing = wire_listing(tools, version)
+            found.remember(key, listing)
         return dict(listing)
 
     def _listing_for(self, tenant: str | None, version: str) -> tuple[dict[str, Any], bytes | None]:
@@ -414,6 +476,8 @@ class MCPFront:
 
     async def close(self) -> None:
         self._unsubscribe()
+        with contextlib.suppress(ValueError):
+            self.gateway.registry.found_listeners.remove(self._tools_found)
         self.relays.close()
         with contextlib.suppress(Exception):
             await self.broker.close()
