@@ -130,18 +130,24 @@ def wait_for(process: subprocess.Popen[bytes], ready: Callable[[], bool], what: 
         time.sleep(POLL)
 
 
-def one_start(tree: Tree, config: Path) -> tuple[Sample, Sample]:
-    """(until listening, until every backend is connected) of one `serve` on a fresh database."""
-    with tempfile.TemporaryDirectory() as home, serving(tree, config, home) as (process, port, started):
-        wait_for(process, lambda: backends_status(port) is not None, "listening")
-        listening = Sample(time.monotonic() - started, process_cpu(process.pid))
+def one_start(tree: Tree, config: Path) -> tuple[Sample, Sample, Sample]:
+    """(until listening, until every backend is connected) of one `serve` on a fresh database, then
+    until listening again on the database that start created (the usual start)."""
+    with tempfile.TemporaryDirectory() as home:
+        with serving(tree, config, home) as (process, port, started):
+            wait_for(process, lambda: backends_status(port) is not None, "listening")
+            listening = Sample(time.monotonic() - started, process_cpu(process.pid))
 
-        def connected() -> bool:
-            backends = backends_status(port)
-            return bool(backends) and all(b.get("status") == "connected" for b in backends or [])
+            def connected() -> bool:
+                backends = backends_status(port)
+                return bool(backends) and all(b.get("status") == "connected" for b in backends or [])
 
-        wait_for(process, connected, "connected")
-        return listening, Sample(time.monotonic() - started, process_cpu(process.pid))
+            wait_for(process, connected, "connected")
+            all_connected = Sample(time.monotonic() - started, process_cpu(process.pid))
+        with serving(tree, config, home) as (process, port, started):
+            wait_for(process, lambda: backends_status(port) is not None, "listening")
+            again = Sample(time.monotonic() - started, process_cpu(process.pid))
+        return listening, all_connected, again
 
 
 def tools_both_ways(tree: Tree, config: Path) -> tuple[Sample, Sample]:
@@ -178,9 +184,10 @@ def measure(trees: list[Tree], config: Path, runs: int, only: set[str]) -> dict[
                     one_shot(tree, ["validate", "--offline", "-c", str(config)]),
                 )
             if "serve" in only:
-                listening, connected = one_start(tree, config)
-                add("`serve`: first HTTP answer", tree.label, listening)
-                add("`serve`: every backend connected", tree.label, connected)
+                listening, connected, again = one_start(tree, config)
+                add("`serve`, new database: first HTTP answer", tree.label, listening)
+                add("`serve`, new database: every backend connected", tree.label, connected)
+                add("`serve` again (database exists): first HTTP answer", tree.label, again)
             if "tools" in only:
                 via, local = tools_both_ways(tree, config)
                 add("`tools` (gateway running)", tree.label, via)

@@ -12,7 +12,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 
 from toolweave.store import Database, KeyRepository, StoreError, alembic_config
-from toolweave.store.database import MIGRATIONS_DIR
+from toolweave.store.database import MIGRATIONS_DIR, SCHEMA_HEAD
 from toolweave.store.tables import metadata
 
 TABLES = {
@@ -176,6 +176,30 @@ async def test_concurrent_starts_from_separate_processes(
     checker = make_db()
     await checker.start()
     assert await versions_in(checker) == [head_revision()]
+
+
+def test_the_head_a_start_checks_without_alembic_is_the_migrations_head() -> None:
+    # a database at SCHEMA_HEAD is opened without running Alembic: a new migration must move it
+    assert head_revision() == SCHEMA_HEAD
+
+
+async def test_a_database_at_head_is_opened_without_loading_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'at-head.db'}"
+    async with Database.from_url(url):  # a new database: migrated
+        pass
+    script = (
+        "import asyncio, sys\n"
+        "from toolweave.store import Database\n"
+        f"async def main():\n    async with Database.from_url({url!r}): pass\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'mako')))\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, stderr.decode()
+    assert stdout.decode().strip() == "[]"
 
 
 async def test_a_schema_newer_than_the_code_is_refused(db: Database, make_db: Callable[[], Database]) -> None:
