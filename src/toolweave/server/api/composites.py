@@ -30,8 +30,8 @@ from toolweave.server.api.models import (
     VersionList,
     VersionOut,
 )
-from toolweave.services import llm
-from toolweave.services.definitions import DefinitionService, parse_definition
+from toolweave.services import redescribe
+from toolweave.services.definitions import DefinitionService
 from toolweave.store import NotFound, StoredComposite
 
 router = APIRouter(prefix="/composite-tools", tags=["composite tools"])
@@ -278,50 +278,15 @@ async def regenerate_description(
     options = body or RegenerateRequest()
     # only saving needs a stored definition: a file-defined tool's description can be previewed
     found = await (_writable if options.save else _find)(service, id, caller.tenant)
-    if isinstance(found, StoredComposite):
-        model, problems = parse_definition(found.definition)
-        if model is None:
-            raise ApiError(422, "invalid_definition", "the stored definition is invalid", problems)
-        tenant, name, errors = found.tenant, found.name, list(found.validation_errors or ())
-    else:
-        model, tenant, name = found, None, found.name  # type: ignore[attr-defined]
-        errors = [str(p) for p in service.gateway.catalog.degraded.get(name, [])]
-    description: str = getattr(model, "description", "") or ""
-    draft_model = model.model_copy(update={"description": llm.opening_of(description)})
-    entry = service.build_entry(draft_model, tenant)
-    if entry is None:
-        raise ApiError(
-            409,
-            "not_buildable",
-            f"composite tool {name!r} cannot be built right now",
-            [("definition", p) for p in errors],
-        )
-    text = entry.tool.description or ""
-    rewritten = llm.Rewritten(text, "generated")
-    if options.useLlm and llm.llm_configured():
-        rewritten = await llm.rewrite(text, name, entry.tool.input_schema)
+    rewritten = await redescribe.regenerate(service, found, use_llm=options.useLlm)
     version = None
     if options.save and isinstance(found, StoredComposite):
-        patch = _description_patch(found, rewritten.text)
-        stored = await service.update(
-            found.id,
-            caller.tenant,
-            patch=patch,
-            status=None,
-            note=f"description regenerated ({rewritten.source})",
-            expected_version=None,
-        )
+        stored = await redescribe.save(service, found, caller.tenant, rewritten.text, rewritten.source)
         version = stored.version
     return RegenerateResponse(
         description=rewritten.text,
-        source=rewritten.source,
+        source=rewritten.source,  # type: ignore[arg-type]
         saved=options.save,
         version=version,  # type: ignore[arg-type]
         warning=rewritten.warning,
     )
-
-
-def _description_patch(current: StoredComposite, text: str) -> dict[str, Any]:
-    if current.definition.get("kind") == TOOLHIVE_KIND:
-        return {"spec": {"description": text}}
-    return {"description": text}

@@ -14,6 +14,7 @@ from starlette.staticfiles import StaticFiles
 from toolweave.server.ui.admin_pages import AdminPages
 from toolweave.server.ui.app import ADMIN, CALL, PUBLIC, UiApp
 from toolweave.server.ui.builder_pages import BuilderPages
+from toolweave.server.ui.describe_pages import DescribePages
 from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.live_calls import LiveCalls
 from toolweave.server.ui.live_pages import LivePages
@@ -40,6 +41,7 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
     live_pages = LivePages(ui, live)
     builder = BuilderPages(ui)
     admin = AdminPages(ui)
+    describe = DescribePages(ui)
     routes += [
         Route("/build/yaml", ui.page(builder.legacy, scope=ADMIN), methods=["GET"]),
         Route("/build/catalog", ui.page(builder.catalog, scope=ADMIN), methods=["GET"]),
@@ -56,6 +58,8 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
         Route("/build/{kind}", ui.page(builder.post, scope=ADMIN), methods=["POST"]),
         Route("/build/{kind}/check", ui.page(builder.check, scope=ADMIN), methods=["POST"]),
         Route("/tools/{name:path}/edit", ui.page(builder.edit, scope=ADMIN), methods=["GET"]),
+        Route("/tools/{name:path}/describe", ui.page(describe.preview, scope=ADMIN), methods=["POST"]),
+        Route("/tools/{name:path}/describe/save", ui.page(describe.save, scope=ADMIN), methods=["POST"]),
         Route("/", ui.page(pages.tools), methods=["GET"]),
         Route("/tools/{name:path}/try", ui.page(pages.try_tool, scope=CALL), methods=["POST"]),
         Route("/tools/{name:path}", ui.page(pages.tool), methods=["GET"]),

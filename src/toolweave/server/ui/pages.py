@@ -18,6 +18,7 @@ from toolweave.server.ui.live_calls import LiveCallRefused, LiveCalls
 from toolweave.server.ui.run_view import timeline
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
+from toolweave.services.llm import llm_configured
 from toolweave.store import Conflict, NotFound
 
 MAX_KEY_LENGTH = 512
@@ -111,6 +112,7 @@ class Pages:
             live=live,
             refused=refused,
             dag=layout(view.definition.get("steps") or []) if view.kind == "workflow" else None,
+            llm_available=llm_configured(),
         )
 
     async def _versions(self, ctx: PageContext, name: str) -> tuple[list[Any], list[str], tuple[int, int]]:
