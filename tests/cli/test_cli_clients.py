@@ -4,9 +4,13 @@ file read directly as a config: with a real Claude-Desktop-style file of several
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,11 +39,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def npm_server_ready() -> bool:
-    """Fetch the npm reference server into the npm cache (once); False when npm or the registry is missing."""
+def npm_server_missing() -> str | None:
+    """Why the npm reference server cannot run here (None: fetched into the npm cache, once, and runs)."""
     npx = shutil.which("npx")
     if npx is None:
-        return False
+        return "npx (Node.js) is not installed"
     try:
         done = subprocess.run(
             [npx, "-y", EVERYTHING, "stdio"],
@@ -50,8 +54,10 @@ def npm_server_ready() -> bool:
             env=subprocess_env(npm_config_cache=NPM_CACHE),
         )
     except subprocess.TimeoutExpired:
-        return False
-    return "server" in done.stderr.lower() and done.returncode in (0, 1)
+        return f"npx -y {EVERYTHING} did not start within 240 s (no npm registry?)"
+    if "server" in done.stderr.lower() and done.returncode in (0, 1):
+        return None
+    return f"npx -y {EVERYTHING} failed: {done.stderr.strip()[-300:]}"
 
 
 def claude_desktop_config(home: Path, npm: bool = False) -> Path:
@@ -91,48 +97,77 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def wait_until_connected(port: int, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    """`serve` listens before its backends are up; the listing is compared once every one is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "serve exited"
+        with contextlib.suppress(OSError, ValueError):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/backends", timeout=5) as answer:
+                backends = json.loads(answer.read())["backends"]
+            if backends and all(backend["status"] == "connected" for backend in backends):
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"the backends did not all connect within {timeout}s")
+
+
+@contextlib.contextmanager
+def serving(config: str) -> Iterator[int]:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(TOOLWEAVE), "serve", "-c", config, "--port", str(port)],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, 60)
+        wait_until_connected(port, process)
+        yield port
+    finally:
+        stop_process(process)
+
+
 async def test_init_imports_a_claude_desktop_config_and_serves_its_servers(
     home: Path, tmp_path: Path
 ) -> None:
-    npm = npm_server_ready()
-    claude_desktop_config(home, npm=npm)
+    claude_desktop_config(home)
     done = run("init", "claude-desktop", "-o", "toolweave.toml")
     assert done.returncode == 0, done.stderr
     assert "skipped mcpServers.old-sse: the legacy SSE transport is not supported" in done.stderr.replace(
         "\n", " "
     )
     cfg = load_config(tmp_path / "toolweave.toml")
-    assert [b.name for b in cfg.backends] == [
-        "time",
-        "demo-docs",
-        "test-server",
-        *(["everything"] if npm else []),
-    ]
+    assert [b.name for b in cfg.backends] == ["time", "demo-docs", "test-server"]
     assert cfg.backends[2].env == {"TESTSERVER_NAME": "from-claude"}
     again = run("init", "claude-desktop", "-o", "toolweave.toml")
     assert again.returncode == 1 and "--force" in again.stderr
 
-    port = free_port()
-    process = subprocess.Popen(  # noqa: ASYNC220 - Popen only starts the process
-        [str(TOOLWEAVE), "serve", "-c", "toolweave.toml", "--port", str(port)],
-        env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        await asyncio.to_thread(wait_for_port, port, process, 60)
+    with serving("toolweave.toml") as port:
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
             clock = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
-            assert not clock.is_error and "UTC" in text(clock)
+            assert not clock.is_error and "UTC" in text(clock)  # a PyPI server
             echoed = await client.call_tool("test-server__echo", {"text": "imported"})
             assert text(echoed) == "imported"
             names = {tool.name for tool in (await client.list_tools()).tools}
             assert "demo-docs__search" in names
-            if npm:  # an npm server (Node), started by npx as Claude Desktop would
-                echoed = await client.call_tool("everything__echo", {"message": "from npm"})
-                assert "from npm" in text(echoed), text(echoed)
-    finally:
-        stop_process(process)
+
+
+async def test_init_imports_and_serves_an_npm_server_beside_a_pypi_one(home: Path, tmp_path: Path) -> None:
+    missing = await asyncio.to_thread(npm_server_missing)
+    if missing is not None:
+        pytest.skip(f"the npm server cannot run here: {missing}")
+    claude_desktop_config(home, npm=True)
+    done = run("init", "claude-desktop", "-o", "toolweave.toml")
+    assert done.returncode == 0, done.stderr
+    assert [b.name for b in load_config(tmp_path / "toolweave.toml").backends][-1] == "everything"
+    with serving("toolweave.toml") as port:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            # started by npx as Claude Desktop would, beside the PyPI server
+            echoed = await client.call_tool("everything__echo", {"message": "from npm"})
+            assert not echoed.is_error and "from npm" in text(echoed), text(echoed)
+            clock = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
+            assert not clock.is_error and "UTC" in text(clock)
 
 
 def test_an_mcp_servers_file_is_read_as_a_config(home: Path) -> None:
