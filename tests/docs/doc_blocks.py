@@ -1,4 +1,4 @@
-"""The shell examples of the README and docs/*.md, as the docs test reads them.
+r"""The shell examples of the README and docs/*.md, as the docs test reads them.
 
 A fenced block whose info string is `bash`, `sh`, `shell` or `console` is a shell example;
 other blocks (TOML, JSON, Python, transcripts without an info string) are not run. HTML
@@ -8,6 +8,11 @@ comments on the lines just above a block annotate it, invisibly to readers:
   user's client configuration, runs for minutes...). The reason is listed after the test run.
 * `<!-- expect: TEXT -->` — TEXT must appear in the block's output (stdout and stderr); several
   may be given. Without one, a block passes when every command in it succeeds.
+
+A `console` block is a transcript: its `$ ` lines (with their `\` continuation lines) are the
+commands, and every other non-blank line is output that must appear, as it is shown, in theirs.
+Its commands' exit status is not checked (a transcript may show a command failing on purpose,
+like `validate` on a broken file); the output is.
 """
 
 from __future__ import annotations
@@ -51,8 +56,27 @@ def shell_blocks(path: Path) -> list[Block]:
             continue
         line = text.count("\n", 0, match.start()) + 1
         not_run, expect = _annotations(text[: match.start()])
-        blocks.append(Block(path, line, match.group(2), not_run, tuple(expect)))
+        body = match.group(2)
+        if match.group(1) == "console":
+            body, shown = _transcript(body)
+            expect += shown
+        blocks.append(Block(path, line, body, not_run, tuple(expect)))
     return blocks
+
+
+def _transcript(body: str) -> tuple[str, list[str]]:
+    """A console transcript's commands (as a script that goes on past a failure) and its output lines."""
+    commands: list[str] = []
+    shown: list[str] = []
+    continued = False
+    for raw in body.splitlines():
+        if continued or raw.startswith("$ "):
+            command = raw if continued else raw[2:]
+            continued = command.endswith("\\")
+            commands.append(command if continued else f"{command} || true")
+        elif raw.strip():
+            shown.append(raw.strip())
+    return "".join(f"{c}\n" for c in commands), shown
 
 
 def _annotations(before: str) -> tuple[str | None, list[str]]:
