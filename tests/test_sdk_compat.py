@@ -5,6 +5,7 @@ moves or reshapes one fails here by name. `pyproject.toml` bounds `mcp` to the m
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from importlib.metadata import version
 from typing import Any
@@ -58,6 +59,35 @@ async def test_send_raw_request_reaches_the_client_on_the_calls_stream() -> None
         result = await client.call_tool("ask", {})
     assert not result.is_error, result
     assert result.content[0].text == "accept:Ada"  # type: ignore[union-attr]
+
+
+@server.tool()
+async def ask_with_progress(ctx: Context) -> str:
+    """A relayed request whose client reports progress: it arrives under the SDK's token, at `on_progress`."""
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    params = {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}
+    params["_meta"] = {"progressToken": "the-backends-token"}
+    await sdk_compat.send_raw_request(
+        ctx.request_context.session, "elicitation/create", params, on_progress=on_progress
+    )
+    return repr(seen)
+
+
+async def test_send_raw_request_passes_the_clients_progress_on() -> None:
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        token = (params.meta or {}).get("progress_token")
+        assert token is not None and token != "the-backends-token"  # the SDK's own token replaces it
+        await context.session.send_progress_notification(token, 1.0, 2.0, "half")
+        await asyncio.sleep(0.2)
+        return types.ElicitResult(action="decline")
+
+    async with Client(server, mode="legacy", elicitation_callback=answer) as client:
+        result = await client.call_tool("ask_with_progress", {})
+    assert result.content[0].text == "[(1.0, 2.0, 'half')]"  # type: ignore[union-attr]
 
 
 async def test_the_client_envelope_and_input_required_driver() -> None:

@@ -31,11 +31,20 @@ def connection_of(session: Any) -> Any:
     return getattr(session, "_connection", None)
 
 
-async def send_raw_request(session: Any, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+async def send_raw_request(
+    session: Any,
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
     """A server-to-client request on the stream of the request being handled (private `_request_outbound`),
-    params and result as wire dicts: a backend's request reaches the client exactly as it was sent."""
+    params and result as wire dicts: a backend's request reaches the client exactly as it was sent.
+    `on_progress`: the request gets the SDK's own progress token, and the client's progress on it is
+    passed there (the dispatcher's `CallOptions.on_progress`)."""
     outbound = session._request_outbound
-    return await outbound.send_raw_request(method, dict(params) if params is not None else None, None)
+    options: Any = {"on_progress": on_progress} if on_progress is not None else None
+    return await outbound.send_raw_request(method, dict(params) if params is not None else None, options)
 
 
 def serialize_server_result(method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,9 @@ class Client:
     def can_answer(self, method: str) -> bool:
         return self.can
 
-    async def request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None, progress: relay.ProgressFn | None = None
+    ) -> dict[str, Any]:
         self.asked.append((method, params))
         if self.hang:
             await asyncio.Event().wait()

@@ -1,6 +1,6 @@
 """An MCP server whose tools need the client mid-call: stdio by default, streamable HTTP with `--http PORT`.
 
-`ask_model` asks for sampling, `ask_user` for an elicitation, `list_roots` for the client's roots,
+`ask_model` asks for sampling (`ask_model_patiently` with a progress token), `ask_user` for an elicitation, `list_roots` for the client's roots,
 `ask_all` asks all three the way that works on both revisions (`Resolve`: standalone requests on
 2025-11-25, an `InputRequiredResult` on 2026-07-28), `chatty` logs at two levels, `log_later` after its call, `hang` answers only a cancellation; the `greet` prompt completes its `name` argument.
 """
@@ -13,6 +13,7 @@ from typing import Annotated
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
+from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
 server = MCPServer("relayserver")
@@ -31,6 +32,27 @@ async def ask_model(question: str, ctx: Context) -> str:
         related_request_id=ctx.request_id,
     )
     return f"model said: {answer.content.text}"  # type: ignore[union-attr]
+
+
+@server.tool()
+async def ask_model_patiently(question: str, ctx: Context) -> str:
+    """Ask the client's model with a progress token; report the progress the client sent on it."""
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))
+    request = types.CreateMessageRequest(
+        params=types.CreateMessageRequestParams(messages=[message], max_tokens=50)
+    )
+    answer = await ctx.session.send_request(
+        request,
+        types.CreateMessageResult,
+        metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+        progress_callback=on_progress,
+    )
+    return f"model said: {answer.content.text}; progress: {seen}"  # type: ignore[union-attr]
 
 
 @server.tool()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import itertools
 import logging
@@ -440,10 +441,24 @@ class HttpToolCaller:
 
     async def _relay_reply(self, client: relay.ClientChannel | None, request: dict[str, Any]) -> None:
         params = request.get("params")
-        answer = await relay.answer_server_request(
-            client, str(request.get("method")), params if isinstance(params, dict) else None
-        )
+        params = params if isinstance(params, dict) else None
+        token = relay.progress_token(params)
+        progress = functools.partial(self._send_progress, token) if token is not None else None
+        answer = await relay.answer_server_request(client, str(request.get("method")), params, progress)
         await self._post_reply(orjson.dumps({"jsonrpc": "2.0", "id": request["id"], **answer}))
+
+    async def _send_progress(
+        self, token: str | int, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """The client's progress on a relayed request, to the backend under the backend's own token."""
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._post_reply(
+            orjson.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        )
 
     async def _post_reply(self, body: bytes) -> None:
         request = b"".join((self._head, b"content-length: %d\r\n\r\n" % len(body), body))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import subprocess
@@ -327,13 +328,23 @@ class MCPBackend(Backend):
         dumped = (
             params.model_dump(by_alias=True, mode="json", exclude_none=True) if params is not None else None
         )
-        answer = await relay.answer_server_request(self._calling_client(method), method, dumped)
+        token = relay.progress_token(dumped)
+        progress = functools.partial(self._send_progress, token) if token is not None else None
+        answer = await relay.answer_server_request(self._calling_client(method), method, dumped, progress)
         if "error" in answer:
             return types.ErrorData.model_validate(answer["error"])
         try:
             return result_type.validate_python(answer["result"], by_name=False)
         except ValidationError as error:
             return types.ErrorData(code=types.INTERNAL_ERROR, message=f"the client's answer: {_brief(error)}")
+
+    async def _send_progress(
+        self, token: str | int, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """The client's progress on a relayed request, to the backend under the backend's own token."""
+        client = self._client
+        if client is not None:
+            await client.session.send_progress_notification(token, progress, total, message)
 
     async def _relay_sampling(self, context: Any, params: Any) -> Any:
         return await self._relay("sampling/createMessage", params, _SAMPLING_RESULT)

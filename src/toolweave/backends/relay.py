@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -48,8 +48,11 @@ class ClientChannel(Protocol):
         """Whether the client declared the capability `method` needs (sampling, elicitation, roots)."""
         ...
 
-    async def request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The client's result for a request; raises RelayError with the client's error."""
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None, progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
+        """The client's result for a request; raises RelayError with the client's error. `progress`: where
+        the client's progress on it goes (the backend asked for it with `_meta.progressToken`)."""
         ...
 
     async def log(self, params: Mapping[str, Any]) -> None:
@@ -75,8 +78,22 @@ def client_of_call(channel: ClientChannel | None) -> Iterator[None]:
         _calling.reset(token)
 
 
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+"""Progress on a relayed request, as the client reports it: (progress, total, message)."""
+
+
+def progress_token(params: Mapping[str, Any] | None) -> str | int | None:
+    """The `_meta.progressToken` a backend put on its request (it wants the client's progress on it)."""
+    meta = params.get("_meta") if params is not None else None
+    token = meta.get("progressToken") if isinstance(meta, Mapping) else None
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
 async def answer_server_request(
-    channel: ClientChannel | None, method: str, params: Mapping[str, Any] | None
+    channel: ClientChannel | None,
+    method: str,
+    params: Mapping[str, Any] | None,
+    progress: ProgressFn | None = None,
 ) -> dict[str, Any]:
     """The JSON-RPC answer body (`{"result": ...}` or `{"error": ...}`) for a backend's request."""
     if method == "ping":
@@ -87,7 +104,7 @@ async def answer_server_request(
         return {"error": {"code": INVALID_REQUEST, "message": REFUSALS[method]}}
     try:
         async with asyncio.timeout(RELAY_TIMEOUT):
-            return {"result": await channel.request(method, params)}
+            return {"result": await channel.request(method, params, progress)}
     except TimeoutError:
         message = f"the client did not answer {method} within {RELAY_TIMEOUT:g}s"
         return {"error": {"code": INTERNAL_ERROR, "message": message}}

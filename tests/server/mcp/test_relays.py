@@ -261,3 +261,28 @@ async def test_log_messages_outside_calls_reach_the_connections_that_set_a_level
             await wait_until(lambda: bool(heard), what="the log message after the call")
             assert heard == [("warning", "after the call", "later")]
             assert quiet == []
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_clients_progress_on_a_relayed_request_reaches_the_backend(
+    open_gateway: OpenGateway, serve_gateway: ServeGateway, transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend asks for sampling with a progress token: the client reports progress on the request it
+    got (under the gateway's token), and the backend hears it under its own."""
+    monkeypatch.setattr(mcp_backend, "Client", functools.partial(Client, mode="legacy"))
+
+    async def sample_slowly(
+        context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        token = (params.meta or {}).get("progress_token")
+        assert token is not None
+        await context.session.send_progress_notification(token, 0.5, 1.0, "thinking")
+        await asyncio.sleep(0.3)  # the progress is on its way before the answer
+        return await sample(context, params)
+
+    async with relay_backend(transport) as entry:
+        gateway = await open_gateway({"backends": [entry]})
+        url = await serve_gateway(gateway)
+        async with Client(url, mode="legacy", sampling_callback=sample_slowly) as client:
+            asked = await client.call_tool("rs__ask_model_patiently", {"question": "2+2?"})
+            assert text(asked) == "model said: 4 (to '2+2?'); progress: [(0.5, 1.0, 'thinking')]"

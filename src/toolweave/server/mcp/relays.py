@@ -30,7 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave import sdk_compat
 from toolweave.backends.base import naming_backend
-from toolweave.backends.relay import RelayError
+from toolweave.backends.relay import ProgressFn, RelayError
 from toolweave.gateway import Gateway
 from toolweave.server.mcp.elicitation import PendingCall
 from toolweave.server.mcp.transport import EXCHANGE_OVER
@@ -87,12 +87,15 @@ class CallerChannel:
         scope = getattr(getattr(self._ctx, "request", None), "scope", None)
         return isinstance(scope, dict) and scope.get(EXCHANGE_OVER, False) is True
 
-    async def request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Sent as the backend wrote it (no re-validation that would add or drop fields)."""
-        if self._pending is not None:
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None, progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
+        """Sent as the backend wrote it (no re-validation that would add or drop fields); with `progress`,
+        under a progress token of the gateway's, whose progress the client reports goes to `progress`."""
+        if self._pending is not None:  # 2026-07-28: a client sends no progress on an input request
             return await self._pending.ask(method, params)
         try:
-            return await sdk_compat.send_raw_request(self._ctx.session, method, params)
+            return await sdk_compat.send_raw_request(self._ctx.session, method, params, on_progress=progress)
         except MCPError as error:
             raise RelayError(error.code, error.message, error.data) from error
 
