@@ -16,6 +16,7 @@ from support.fixtures import WriteConfig
 from support.paths import TOOLWEAVE
 from support.processes import free_port, stop_process, subprocess_env, wait_for_port
 from support.results import text
+from toolweave.cli.serve import listen_or_exit
 
 SLOW_START = 20.0
 """Seconds the slow test backend sleeps before it answers: far longer than the gateway may take to listen,
@@ -129,3 +130,24 @@ async def test_a_call_to_a_backend_still_starting_waits_for_it_instead_of_failin
             assert unknown.is_error and "unknown tool 'slow__nope'" in text(unknown)
     finally:
         stop_process(process)
+
+
+async def test_served_connections_send_without_nagle_delay() -> None:
+    """Every accepted connection has TCP_NODELAY (asyncio sets it only when the listening socket says
+    TCP): without it a response written in two parts waited ~40 ms for the client's delayed ACK."""
+    listener = listen_or_exit("127.0.0.1", 0, from_option=True)
+    accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    def connected(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    server = await asyncio.start_server(connected, sock=listener)
+    try:
+        _reader, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        assert await asyncio.wait_for(accepted, 10) != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -84,9 +84,11 @@ def _serve_logging(cfg: Config, log_json: bool) -> None:
 
 def listen_or_exit(host: str, port: int, from_option: bool) -> socket.socket:
     """The listening socket, opened before anything else: a busy port is reported at once, naming
-    `--port`, instead of after every backend has connected."""
+    `--port`, instead of after every backend has connected. Made with `IPPROTO_TCP` named: asyncio
+    sets TCP_NODELAY only on connections whose socket says TCP, and without it Nagle held the last
+    part of every response until the client's delayed ACK (~40 ms a request on loopback)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
