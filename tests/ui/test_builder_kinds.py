@@ -152,3 +152,36 @@ async def test_a_router_rule_with_nested_conditions(browser: Any, tmp_path: Path
         await page.click("#edit")
         await expect(page.locator("#rule-0-type")).to_have_value("all")
         await expect(page.locator("#rule-0-value")).to_have_value(re.compile(r"type: not"))
+
+
+async def test_the_workflow_builder_works_with_the_keyboard_only(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/build/workflow")
+        await page.focus("#catalog-q")
+        await page.keyboard.type("multiply two numbers")
+        await expect(page.locator("#catalog-results button.pick").first).to_have_attribute(
+            "value", "py__multiply"
+        )
+        await page.keyboard.press("Tab")
+        await page.keyboard.press("Enter")  # the first step takes the picked tool
+        await expect(page.locator("#s-0-tool")).to_have_value("py__multiply")
+        await page.focus("#name")
+        await page.keyboard.type("times_by_keys")
+        await page.keyboard.press("Tab")
+        await page.keyboard.type("Multiply two and three.")
+        await page.focus("#s-0-arguments")
+        await page.keyboard.type("{a: 2, b: 3}")
+        await page.focus("#s-0-type")
+        await page.keyboard.press("ArrowDown")  # elicitation: the question replaces the tool
+        await expect(page.locator("#s-0-message")).to_be_visible()
+        await page.keyboard.press("ArrowUp")
+        await expect(page.locator("#s-0-tool")).to_be_visible()
+        await expect(page.locator("#problem-count")).to_have_text(VALID)
+        await page.focus("#save")
+        await page.keyboard.press("Enter")
+        await expect(page.locator("h1")).to_contain_text("times_by_keys")
+        [stored] = await server.runtime.definitions.repo.list(None)
+        assert stored.definition["steps"] == [
+            {"id": "first", "tool": "py__multiply", "arguments": {"a": 2, "b": 3}}
+        ]
