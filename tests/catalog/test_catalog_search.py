@@ -6,7 +6,7 @@ import mcp_types as types
 
 from support.fakes import tool
 from toolweave.catalog.search import BackendText, SearchDocument, ToolIndex
-from toolweave.catalog.search_text import document_terms, query_terms
+from toolweave.catalog.search_text import SYNONYM_WEIGHT, document_terms, query_terms
 
 TIME = BackendText(name="time")
 GH = BackendText(name="gh", title="github-mcp-server")
@@ -129,3 +129,22 @@ def test_plain_tools_are_indexed_too() -> None:
 
 def test_empty_index() -> None:
     assert ToolIndex([]).search("anything") == []
+
+
+def test_a_word_finds_its_synonyms_for_less_than_itself() -> None:
+    erase = tool("db__erase_row", description="Erase a row")
+    delete = tool("db__delete_row", description="Delete a row")
+    index = ToolIndex([erase, delete])
+    # "remove" is in neither tool's text: it finds both through its group (remove, delete, erase, ...)
+    assert {t.name for t in index.search("remove a row")} == {"db__erase_row", "db__delete_row"}
+    # the word itself counts more than its synonym
+    assert index.search("delete a row")[0].name == "db__delete_row"
+    assert index.search("erase a row")[0].name == "db__erase_row"
+
+
+def test_synonyms_are_weighted_and_only_those_the_index_knows() -> None:
+    assert query_terms("forget it", frozenset({"forget", "delet"})) == {
+        "forget": 1.0,
+        "delet": SYNONYM_WEIGHT,
+    }
+    assert query_terms("forget it", frozenset({"forget"})) == {"forget": 1.0}

@@ -35,6 +35,49 @@ STOP_WORDS = frozenset(
 )
 """Function words, and words every tool's text has (`use`, `tool`), which only add noise."""
 
+SYNONYMS: tuple[str, ...] = (
+    "remove delete erase drop destroy purge discard forget",
+    "show list display view see",
+    "get fetch retrieve read open load",
+    "create make add new insert register",
+    "update change modify edit alter set patch",
+    "write save store persist",
+    "search find lookup locate query",
+    "copy clone fork duplicate",
+    "comment reply remark respond annotate",
+    "send post message notify announce publish tell",
+    "user account person people member profile",
+    "file document doc",
+    "folder directory dir",
+    "run execute launch trigger invoke",
+    "stop cancel kill terminate abort halt",
+    "move relocate transfer",
+    "download fetch",
+    "upload attach attachment",
+    "error exception crash failure fault",
+    "log logs output console",
+    "link url",
+    "image picture photo screenshot",
+    "label tag",
+    "permission access role",
+    "price cost pricing spend expense cheap expensive bill",
+    "elevation altitude height high",
+    "distance far travel route",
+    "database table sql record row",
+    "repository repo",
+    "restart reboot reload",
+    "deploy release rollout ship",
+    "web internet online",
+    "status state health",
+    "details info information describe",
+    "count number total",
+    "remember memorize memory",
+)
+"""General software vocabulary: the words users and tool descriptions use for the same thing. A
+query word also finds its group's other words, at `SYNONYM_WEIGHT` (the word itself counts 1).
+Words only, never a catalog's own names: extend a tool's or a backend's `keywords` for those."""
+SYNONYM_WEIGHT = 0.5
+
 _stemmer = snowballstemmer.stemmer("english")
 
 
@@ -89,4 +132,19 @@ def query_terms(text: str, known: frozenset[str] | set[str]) -> dict[str, float]
         for term in map(_term, parts):
             if term:
                 weights[term] = 1.0
+    for term in list(weights):
+        for synonym in _synonyms().get(term, ()):
+            if synonym in known and synonym not in weights:
+                weights[synonym] = SYNONYM_WEIGHT
     return weights
+
+
+@lru_cache(maxsize=1)
+def _synonyms() -> dict[str, frozenset[str]]:
+    """Stem -> the stems of its `SYNONYMS` groups (a word in two groups finds both)."""
+    found: dict[str, set[str]] = {}
+    for group in SYNONYMS:
+        stems = {stem(word) for word in group.split()}
+        for each in stems:
+            found.setdefault(each, set()).update(stems - {each})
+    return {term: frozenset(others) for term, others in found.items()}
