@@ -28,14 +28,20 @@ class StepRecord:
     latency_ms: float = 0.0
     output: Any = None
     error: str | None = None
+    start_ms: float | None = None
+    """When the step started, in milliseconds after its run started (None: not known, e.g. a step
+    that never started, or a record written before start times were kept)."""
 
     def summary(self) -> dict[str, Any]:
-        return {
+        found = {
             "id": self.id,
             "status": self.status,
             "attempts": self.attempts,
             "latency_ms": self.latency_ms,
         }
+        if self.start_ms is not None:
+            found["start_ms"] = self.start_ms
+        return found
 
 
 @dataclass(slots=True)

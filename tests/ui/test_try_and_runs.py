@@ -232,3 +232,43 @@ async def test_reconnect_a_backend_from_its_page(browser: Any, tmp_path: Path) -
         await expect(page.locator('tr[data-backend="ts"] .status')).to_have_text("connected", timeout=15_000)
         assert backend.connected_at is not None and before is not None and backend.connected_at > before
         await expect(page.locator('tr[data-backend="py"] .status')).to_have_text("connected")
+
+
+NAP_THEN_GREET = {
+    "name": "nap_then_greet",
+    "description": "Nap, greet meanwhile, then greet again after the nap.",
+    "parameters": {"type": "object", "properties": {}},
+    "steps": [
+        {"id": "nap", "tool": "py/nap", "arguments": {"seconds": 0.4}},
+        {"id": "meanwhile", "tool": "py/greet", "arguments": {"name": "meanwhile"}},
+        {"id": "after", "tool": "py/greet", "arguments": {"name": "after"}, "dependsOn": ["nap"]},
+    ],
+}
+
+
+async def test_the_run_timeline_places_steps_by_their_start(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui(
+        {"backends": [python_backend()], "composite_tools": [NAP_THEN_GREET]}, tmp_path
+    ) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/nap_then_greet")
+        await page.click("#try-form button[type=submit]")
+        await page.click("#run-link")
+        await expect(page.locator("#timeline g.step")).to_have_count(3)
+
+        async def box(step: str) -> dict[str, float]:
+            found = await page.locator(f'#timeline g[data-step="{step}"] rect').bounding_box()
+            assert found is not None
+            return found
+
+        nap, meanwhile, after = await box("nap"), await box("meanwhile"), await box("after")
+        assert after["x"] >= nap["x"] + nap["width"] - 1  # waited for the nap: starts where it ended
+        assert meanwhile["x"] < nap["x"] + nap["width"] / 2  # ran alongside it
+        assert nap["width"] > 10 * meanwhile["width"] / 2  # a 400 ms nap against a greeting
+        await expect(page.locator('#run-steps tr[data-step="after"] td').nth(2)).to_have_text(
+            re.compile(r"^\+\d+\.\d ms$")
+        )
+        # the start times are in the stored record (SQLite), not only in the page
+        (record,) = await server.runtime.runs.list_runs(tool="nap_then_greet")
+        starts = {step.id: step.start_ms for step in record.steps}
+        assert starts["after"] is not None and starts["nap"] is not None and starts["after"] >= 400

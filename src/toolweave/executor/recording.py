@@ -78,6 +78,7 @@ async def finished(
             status=step["status"],
             attempts=step.get("attempts", 0),
             latency_ms=step.get("latency_ms", 0),
+            start_ms=step.get("start_ms"),
         )
         for step in meta.get("steps", [])
         if isinstance(step, Mapping) and "id" in step

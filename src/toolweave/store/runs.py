@@ -60,7 +60,7 @@ _RUN_FIELDS = (
     "state",
     "events",
 )
-_STEP_FIELDS = ("status", "attempts", "latency_ms", "output", "error")
+_STEP_FIELDS = ("status", "attempts", "latency_ms", "output", "error", "start_ms")
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,7 @@ def _step_record(row: Row[Any]) -> StepRecord:
         latency_ms=row.latency_ms,
         output=row.output,
         error=row.error,
+        start_ms=row.start_ms,
     )
 
 

@@ -207,4 +207,5 @@ run_steps = Table(
     Column("latency_ms", Float, nullable=False),
     Column("output", JsonType, nullable=True),
     Column("error", Text, nullable=True),
+    Column("start_ms", Float, nullable=True),
 )

@@ -238,6 +238,7 @@ async def test_retry_gives_up_after_max_retries() -> None:
         "status": "failed",
         "attempts": 3,
         "latency_ms": pytest.approx(meta(result)["steps"][0]["latency_ms"]),
+        "start_ms": pytest.approx(meta(result)["steps"][0]["start_ms"]),
     }
     assert "backend down" in texts(result)[0]
 

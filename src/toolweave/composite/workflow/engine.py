@@ -77,6 +77,8 @@ class WorkflowRun:
         self.secrets = secret_values(plan.secret_params, params)
         self.views: dict[str, dict[str, Any]] = {}
         started = ctx.resume.started_at if ctx.resume is not None else time.time()
+        self.origin = started
+        """The run's start (epoch seconds): each step's `start_ms` counts from it (a resumed run's too)."""
         self.workflow = {
             "id": ctx.run_id or uuid.uuid4().hex,
             "name": plan.name,
@@ -89,6 +91,7 @@ class WorkflowRun:
         self.outcomes: list[StepOutcome | None] = [None] * count
         self.started = [False] * count
         self.start_times = [0.0] * count
+        self.start_ms: list[float | None] = [None] * count
         self.entries: dict[str, dict[str, Any]] = {}
         self.failures: list[int] = []
         self.skipped_by: int | None = None
@@ -128,6 +131,7 @@ class WorkflowRun:
                     index = ready.popleft()
                     self.started[index] = True
                     self.start_times[index] = time.perf_counter()
+                    self.start_ms[index] = round((time.time() - self.origin) * 1000, 3)
                     running[asyncio.create_task(self._run_step(plan.steps[index]))] = index
                 if not running:
                     break
@@ -250,6 +254,7 @@ class WorkflowRun:
             latency_ms=round(latency_ms, 3),
             output=None if secret else outcome.output,
             error=outcome.error,
+            start_ms=self.start_ms[index],
         )
         view = {
             "status": outcome.status,
@@ -261,7 +266,9 @@ class WorkflowRun:
         self.views[step.id] = view
         # what is checkpointed: a step computed from a secret parameter may have echoed it, so its
         # output is not kept (a resumed run sees it completed, with an empty output)
-        self.entries[step.id] = {**view, "output": {}, "content": [], "redacted": True} if secret else view
+        entry = {**view, "output": {}, "content": [], "redacted": True} if secret else dict(view)
+        entry["start_ms"] = self.start_ms[index]  # kept by a resume: the timeline stays true
+        self.entries[step.id] = entry
         if outcome.status == "completed":
             self.workflow["step_count"] += 1
         return record
@@ -300,11 +307,14 @@ class WorkflowRun:
         assert ctx.runs is not None and ctx.run_id is not None
         try:
             if ctx.runs.write_behind and self._not_rerun(step) is None:
-                ctx.runs.checkpoint_nowait(ctx.run_id, StepRecord(id=step.id, status=RUNNING))
+                ctx.runs.checkpoint_nowait(ctx.run_id, self._running(step))
             else:
-                await ctx.runs.checkpoint(ctx.run_id, StepRecord(id=step.id, status=RUNNING))
+                await ctx.runs.checkpoint(ctx.run_id, self._running(step))
         except Exception:
             logger.warning("workflow %s: checkpoint failed", self.plan.name, exc_info=True)
+
+    def _running(self, step: StepPlan) -> StepRecord:
+        return StepRecord(id=step.id, status=RUNNING, start_ms=self.start_ms[step.index])
 
     def _not_rerun(self, step: StepPlan) -> StepOutcome | None:
         """A step that was in flight at the crash: None when running it again is safe, else its failure."""
@@ -342,6 +352,8 @@ class WorkflowRun:
                 reason="restored",
             )
             self.started[step.index] = True
+            start = entry.get("start_ms")
+            self.start_ms[step.index] = float(start) if isinstance(start, int | float) else None
             self._record(step.index, outcome, 0.0)
             self.finished += 1
             restored.append(step.index)

@@ -223,6 +223,9 @@ class StepOut(BaseModel):
     status: str
     attempts: int = 0
     latencyMs: float = 0.0
+    startMs: float | None = Field(
+        default=None, description="When the step started, in ms after the run started"
+    )
     error: str | None = None
 
 

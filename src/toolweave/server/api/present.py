@@ -110,7 +110,14 @@ def run_out(record: RunRecord) -> RunOut:
         operation=record.operation,
         reason=record.reason,
         steps=[
-            StepOut(id=s.id, status=s.status, attempts=s.attempts, latencyMs=s.latency_ms, error=s.error)
+            StepOut(
+                id=s.id,
+                status=s.status,
+                attempts=s.attempts,
+                latencyMs=s.latency_ms,
+                startMs=s.start_ms,
+                error=s.error,
+            )
             for s in record.steps
         ],
         error=record.error,

@@ -173,7 +173,7 @@ class Pages:
             "run.html",
             run=record,
             dag=dag,
-            bars=timeline(record.steps),
+            steps=timeline(record.steps),
             arguments=pretty(record.arguments),
             may_call=ctx.may(CALL),
             result=result,

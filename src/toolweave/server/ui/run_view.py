@@ -1,7 +1,9 @@
 """A run's page: its steps as a timeline, drawn server-side as SVG bars.
 
-Step records keep each step's duration, not its start, so the bars share one origin
-and their lengths compare durations; the order is the order the steps were recorded in.
+Each bar starts where its step started (milliseconds after the run started) and is
+as long as the step took, so parallel steps overlap and a step waiting for another
+starts after it. A record without start times (written before they were kept, or
+steps that never started) falls back to bars sharing one origin, comparing durations.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from dataclasses import dataclass
 from toolweave.runs import StepRecord
 
 WIDTH = 560
-"""The longest bar, in SVG units."""
+"""The whole timeline (or the longest bar, without start times), in SVG units."""
+MIN_BAR = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,22 +23,44 @@ class StepBar:
     status: str
     attempts: int
     latency_ms: float
+    start_ms: float | None
+    x: float
+    """Offset of the bar from the timeline's origin, in SVG units."""
     width: float
     y: int
     error: str | None
 
 
-def timeline(steps: list[StepRecord]) -> list[StepBar]:
-    longest = max((step.latency_ms for step in steps), default=0.0) or 1.0
-    return [
-        StepBar(
-            id=step.id,
-            status=step.status,
-            attempts=step.attempts,
-            latency_ms=step.latency_ms,
-            width=max(2.0, WIDTH * step.latency_ms / longest),
-            y=index * 26,
-            error=step.error,
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    bars: list[StepBar]
+    by_start: bool
+    """True: bars are placed by start time; False: durations only (no start times recorded)."""
+    span_ms: float
+
+
+def timeline(steps: list[StepRecord]) -> Timeline:
+    started = [step for step in steps if step.start_ms is not None]
+    by_start = bool(started)
+    if by_start:
+        span = max((step.start_ms or 0.0) + step.latency_ms for step in started) or 1.0
+    else:
+        span = max((step.latency_ms for step in steps), default=0.0) or 1.0
+    scale = WIDTH / span
+    bars = []
+    for index, step in enumerate(steps):
+        x = (step.start_ms or 0.0) * scale if by_start else 0.0
+        bars.append(
+            StepBar(
+                id=step.id,
+                status=step.status,
+                attempts=step.attempts,
+                latency_ms=step.latency_ms,
+                start_ms=step.start_ms,
+                x=round(x, 1),
+                width=round(max(MIN_BAR, step.latency_ms * scale), 1),
+                y=index * 26,
+                error=step.error,
+            )
         )
-        for index, step in enumerate(steps)
-    ]
+    return Timeline(bars=bars, by_start=by_start, span_ms=span)
