@@ -1,11 +1,13 @@
 """Every shell and curl example of the README and docs/*.md runs, as written, against the demo.
 
-For each file with examples the test makes a temporary copy of the repository (so nothing in
-the checkout is written: the demo database, keys, exported files all land in the copy), starts
-the demo gateway there exactly as README command 1 does (`toolweave serve -c
-examples/demo.toml`, on a free port), waits for its backends, and runs the file's blocks in
-order in ONE bash session, as a reader pasting them into one terminal would: a variable set in
-one block (`KEY=$(toolweave keys create ...)`) is there in the next.
+For each file with examples the test makes a temporary copy of the repository (the files git
+tracks, as the working tree has them), so nothing in the checkout is written (the demo
+database, keys, exported files all land in the copy) and nothing an earlier run left there
+(a `toolweave.toml` from `init`) is read. It starts the demo gateway there exactly as README
+command 1 does (`toolweave serve -c examples/demo.toml`, on a free port), waits for its
+backends, and runs the file's blocks in order in ONE bash session, as a reader pasting them
+into one terminal would: a variable set in one block (`KEY=$(toolweave keys create ...)`) is
+there in the next.
 
 What the test changes, and nothing else:
 
@@ -85,7 +87,7 @@ def test_the_examples_run(path: Path, tmp_path: Path) -> None:
         pytest.skip(f"the docs' examples use {', '.join(missing)}, which this machine lacks")
     blocks = [b for b in shell_blocks(path) if b.not_run is None]
     copy = tmp_path / "repo"
-    shutil.copytree(ROOT, copy, ignore=_COPY_IGNORE)
+    _copy_checkout(copy)
     _venv_shims(copy / ".venv" / "bin")
     ports = {_DEMO_PORT: str(_free_port())}
     env = _environment(copy, tmp_path / "home")
@@ -112,6 +114,23 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _copy_checkout(copy: Path) -> None:
+    """What a clone holds, as the working tree has it: the files git tracks (edits included, so a
+    change is tested before it is committed), not what earlier runs left (a `toolweave.toml` from
+    `init`, databases). Without git, the whole tree minus caches and databases."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached"], capture_output=True, check=False
+    )
+    if listed.returncode != 0:
+        shutil.copytree(ROOT, copy, ignore=_COPY_IGNORE)
+        return
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = ROOT / name
+        if source.is_file():  # a tracked file deleted in the working tree is not there
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
 
 
 def _venv_shims(bin_dir: Path) -> None:
