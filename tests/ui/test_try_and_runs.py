@@ -272,3 +272,66 @@ async def test_the_run_timeline_places_steps_by_their_start(browser: Any, tmp_pa
         (record,) = await server.runtime.runs.list_runs(tool="nap_then_greet")
         starts = {step.id: step.start_ms for step in record.steps}
         assert starts["after"] is not None and starts["nap"] is not None and starts["after"] >= 400
+
+
+SLOW_WORKFLOW = {
+    "name": "nap_long_then_greet",
+    "description": "Nap a while, then greet.",
+    "parameters": {"type": "object", "properties": {}},
+    "steps": [
+        {"id": "nap", "tool": "py/nap", "arguments": {"seconds": 2}},
+        {"id": "hello", "tool": "py/greet", "arguments": {"name": "later"}, "dependsOn": ["nap"]},
+        {"id": "boom", "tool": "py/explode", "dependsOn": ["nap"], "onError": {"action": "continue"}},
+    ],
+}
+
+
+async def test_a_running_runs_page_follows_it_to_the_end(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui(
+        {"backends": [python_backend()], "composite_tools": [SLOW_WORKFLOW]}, tmp_path
+    ) as server:
+        context = await browser.new_context()
+        trying = await context.new_page()
+        await trying.goto(f"{server.url}/tools/nap_long_then_greet")
+        await trying.click("#try-form button[type=submit]")
+        await expect(trying.locator("#live-state")).to_contain_text("Running")
+
+        page = await context.new_page()
+        await page.goto(f"{server.url}/runs?status=running")
+        await page.click("#runs tbody tr a >> nth=0")
+        await expect(page.locator("#run-status")).to_have_text("running")
+        await expect(page.locator('#dag g[data-step="nap"]')).to_have_class(re.compile("running"))
+        # no reload: the page refreshes itself until the run ends, each step in its state's colour
+        await expect(page.locator("#run-status")).to_have_text("completed", timeout=15_000)
+        await expect(page.locator('#dag g[data-step="hello"]')).to_have_class(re.compile("completed"))
+        await expect(page.locator('#dag g[data-step="boom"]')).to_have_class(re.compile("failed"))
+        fill = "el => getComputedStyle(el).fill"
+        done = await page.locator('#dag g[data-step="hello"] rect').evaluate(fill)
+        failed = await page.locator('#dag g[data-step="boom"] rect').evaluate(fill)
+        plain = await page.locator('#dag g[data-step="nap"] rect').evaluate(fill)
+        assert done != failed and done == plain  # coloured by state, not all alike
+        await expect(page.locator("#timeline g.step")).to_have_count(3)
+
+
+async def test_the_operator_filters_runs_by_tenant_and_sees_errors(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        for tenant in ("acme", "globex"):
+            await server.runtime.runs.start_run(
+                RunRecord(
+                    id=new_run_id(),
+                    tool="py__explode",
+                    kind="direct",
+                    tenant=tenant,
+                    status="failed",
+                    error=f"boom for {tenant}",
+                )
+            )
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/runs")
+        await expect(page.locator("#runs tbody tr")).to_have_count(2)
+        await page.fill("#run-tenant", "acme")
+        await page.click(".filters button[type=submit]")
+        await expect(page.locator("#runs tbody tr")).to_have_count(1)
+        await expect(page.locator("#runs tbody")).to_contain_text("acme")
+        await page.click("#runs tbody tr a >> nth=0")
+        await expect(page.locator("#run-error")).to_have_text("boom for acme")
