@@ -34,6 +34,9 @@ async def test_build_a_fanout_by_searching_the_catalog_with_the_keyboard(
         await expect(first).to_be_focused()
         await page.keyboard.press("Enter")
         await expect(page.locator("#t-0-tool")).to_have_value("py__greet")
+        await expect(page.locator("#hint-t-0-params")).to_have_text(
+            "takes: name* (string), excited (boolean)"
+        )
         await expect(page.locator("#name")).to_have_value("both")  # the pick kept what was typed
 
         await page.fill("#catalog-q", "multiply")
@@ -70,6 +73,7 @@ async def test_build_a_workflow_in_the_form_through_toml_and_watch_its_run(
         await page.fill("#parameters", "type: object\nproperties:\n  who: {type: string}\nrequired: [who]")
         await page.fill("#s-0-id", "hello")
         await page.fill("#s-0-tool", "py/greet")
+        await expect(page.locator("#hint-s-0-params")).to_contain_text("name* (string)")  # as you type
         await page.fill("#s-0-arguments", '{name: "{{ params.who }}"}')
         await page.click("#add-step")
         await expect(page.locator("#s-1-depends")).to_have_value("hello")  # a new step follows the last
@@ -185,3 +189,42 @@ async def test_the_workflow_builder_works_with_the_keyboard_only(browser: Any, t
         assert stored.definition["steps"] == [
             {"id": "first", "tool": "py__multiply", "arguments": {"a": 2, "b": 3}}
         ]
+
+
+async def test_editing_a_workflow_in_the_form_keeps_what_the_form_does_not_show(
+    browser: Any, tmp_path: Path
+) -> None:
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        definition = {
+            "kind": "workflow",
+            "name": "kept",
+            "description": "Greet, then multiply.",
+            "tags": ["team-a"],
+            "steps": [
+                {"id": "hello", "tool": "py/greet", "arguments": {"name": "Ada"}},
+                {
+                    "id": "each",
+                    "type": "forEach",
+                    "collection": [1, 2],
+                    "itemVar": "n",
+                    "maxParallel": 2,
+                    "step": {"tool": "py/multiply", "arguments": {"a": "{{ n }}", "b": 2}, "timeout": "5s"},
+                    "dependsOn": ["hello"],
+                    "onError": {"action": "continue"},
+                    "defaultResults": {"text": "none"},
+                },
+            ],
+        }
+        await server.runtime.definitions.create(None, definition, "active", None)
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/kept")
+        await page.click("#edit")
+        await expect(page.locator("#s-1-type")).to_have_value("forEach")
+        await expect(page.locator("#s-1-collection")).to_have_value("[1, 2]")
+        await expect(page.locator("#s-1-tool")).to_have_value("py/multiply")
+        await page.fill("#description", "Greet, then multiply each.")
+        await expect(page.locator("#yaml")).to_have_value(re.compile("multiply each"))
+        await page.click("#save")
+        await expect(page.locator("#versions tbody tr")).to_have_count(2)
+        [stored] = await server.runtime.definitions.repo.list(None)
+        assert stored.definition == {**definition, "description": "Greet, then multiply each."}

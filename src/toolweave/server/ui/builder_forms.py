@@ -166,5 +166,8 @@ class FormKind:
     """Apply an `add_*`/`pick` action (with the picked tool); False when it is not one of this kind's."""
     field_problems: Callable[[Any], list[Problem]] = lambda _form: []
     """Problems of the form's own text fields (YAML that does not read), before the validator runs."""
+    row_tools: Callable[[Any], list[tuple[str, str]]] = lambda _form: []
+    """(hint slot, tool reference) of each row that calls a tool: the builder shows under the row
+    the parameters that tool takes, so a mapping or arguments can be written without looking it up."""
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The options of this kind's select boxes, by name."""

@@ -28,6 +28,7 @@ from toolweave.services.definitions import DefinitionError, DefinitionService
 from toolweave.store import NotFound, StoredComposite, StoreError
 
 FORM_KINDS: dict[str, FormKind] = {kind.kind: kind for kind in (ROUTER, FANOUT, WORKFLOW)}
+MAX_HINT_PARAMETERS = 12
 CATALOG_RESULTS = 15
 """Tools one catalog search shows (the best ranked)."""
 
@@ -43,6 +44,34 @@ class Check:
     schema: str = ""
     export: str = ""
     dag: Dag | None = None
+    hints: dict[str, str] = field(default_factory=dict)
+    """Under each row calling a tool: the parameters that tool takes."""
+
+
+def parameters_hint(schema: Any) -> str:
+    """`name* (string), excited (boolean)`: a tool's parameters, the required ones starred."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return "takes no parameters"
+    required = set(schema.get("required") or [])
+    parts = []
+    for name, spec in list(properties.items())[:MAX_HINT_PARAMETERS]:
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        parts.append(
+            f"{name}{'*' if name in required else ''}{f' ({kind})' if isinstance(kind, str) else ''}"
+        )
+    more = len(properties) - MAX_HINT_PARAMETERS
+    return "takes: " + ", ".join(parts) + (f", and {more} more" if more > 0 else "")
+
+
+def _hints(ctx: PageContext, kind: FormKind, form: Any) -> dict[str, str]:
+    catalog = ctx.runtime.gateway.catalog
+    hints = {}
+    for slot, reference in kind.row_tools(form):
+        entry = catalog.lookup(reference) if reference else None
+        if entry is not None and entry.visible_to(ctx.caller.tenant):
+            hints[slot] = parameters_hint(entry.tool.input_schema)
+    return hints
 
 
 def _check(
@@ -103,6 +132,7 @@ class BuilderPages:
         service = ctx.runtime.definitions
         assert service is not None
         check = _check(service, kind, form, ctx.caller.tenant, editing.id if editing else None)
+        check.hints = _hints(ctx, kind, form)
         if problems is not None and not check.problems_count:  # the save failed on something the check missed
             check.at, check.general = kind.place(problems, form)
             check.problems_count = len(problems)
@@ -189,14 +219,16 @@ class BuilderPages:
             if definition is None:
                 check = Check(general=[why], problems_count=1)
                 return self.ui.render(
-                    ctx, "_builder_check.html", check=check, at={}, slots=[], source="text", refill=False,
+                    ctx, "_builder_check.html", check=check, at={}, slots=[], hint_slots=[], source="text", refill=False,
                     form=form, text="", **values,
                 )  # fmt: skip
             form = kind.from_definition(definition)
         check = _check(service, kind, form, ctx.caller.tenant, editing.id if editing else None)
+        check.hints = _hints(ctx, kind, form)
         return self.ui.render(
             ctx,
             "_builder_check.html",
+            hint_slots=[slot for slot, _ in kind.row_tools(form)],
             check=check,
             at=check.at,
             slots=form.slots(),

@@ -180,5 +180,6 @@ FANOUT = FormKind(
     place=lambda problems, form: place(problems, form, slot_of),
     add_row=add_row,
     field_problems=field_problems,
+    row_tools=lambda form: [(f"t-{i}-params", row.tool) for i, row in enumerate(form.targets)],
     choices={"strategies": STRATEGIES, "orders": ORDERS},
 )

@@ -314,5 +314,6 @@ ROUTER = FormKind(
     place=place,
     add_row=add_row,
     field_problems=field_problems,
+    row_tools=lambda form: [(f"op-{i}-params", row.tool) for i, row in enumerate(form.operations)],
     choices={"conditions": CONDITIONS, "routings": ROUTINGS},
 )

@@ -345,5 +345,6 @@ WORKFLOW = FormKind(
     place=lambda problems, form: place(problems, form, slot_of),
     add_row=add_row,
     field_problems=field_problems,
+    row_tools=lambda form: [(f"s-{i}-params", row.tool) for i, row in enumerate(form.steps)],
     choices={"step_types": STEP_TYPES, "error_actions": ERROR_ACTIONS, "failure_modes": FAILURE_MODES},
 )
