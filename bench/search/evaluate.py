@@ -133,9 +133,7 @@ def evaluate(with_peer: bool = True, hybrid_weights: Sequence[float] = ()) -> di
     by_meaning = asyncio.run(meaning_rankings(index, every_query)) if hybrid_weights else []
     hybrid = {
         weight: {
-            query: [
-                index.tools[i].name for i in fuse([p for p, _ in index.ranked(query)], meaning, weight)[:10]
-            ]
+            query: [index.tools[i].name for i in fuse(index.ranked(query), meaning, weight)[:10]]
             for query, meaning in zip(every_query, by_meaning, strict=True)
         }
         for weight in hybrid_weights

@@ -109,10 +109,22 @@ async def test_no_vectors_yet_means_lexical_results_and_says_why(open_gateway: O
     assert "(note: meaning-based ranking unavailable (tool vectors not computed" in answer
 
 
-def test_fusion_rewards_agreement() -> None:
-    assert fuse([1, 2, 3], [3, 1, 2]) == [1, 3, 2]
-    assert fuse([1, 2], [], 1.0) == [1, 2]
-    assert fuse([1, 2], [2, 1], 2.0)[0] == 2  # the meaning-based ranking weighs double
+def test_fusion_adds_scaled_scores() -> None:
+    assert fuse([(1, 10.0), (2, 9.0), (3, 1.0)], [(3, 0.9), (1, 0.8), (2, 0.7)]) == [1, 3, 2]
+    assert fuse([(1, 5.0), (2, 4.0)], [], 1.0) == [1, 2]
+    assert fuse([], [(4, 0.5), (2, 0.4)], 1.0) == [4, 2]
+    assert (
+        fuse([(1, 2.0), (2, 1.9)], [(2, 0.9), (1, 0.1)], 2.0)[0] == 2
+    )  # the meaning-based ranking weighs double
+    assert fuse([(1, 2.0), (2, 1.9)], [(2, 0.9), (1, 0.1)], 0.0)[0] == 1
+
+
+def test_a_clear_lexical_lead_survives_a_near_tie_by_meaning() -> None:
+    """Scores, not ranks: tool 1 matches ten times better by words and is all but tied by meaning
+    (reciprocal rank fusion at weight 2 put tool 2 first)."""
+    lexical = [(1, 10.0), (2, 1.0)]
+    by_meaning = [(2, 0.80), (1, 0.79), (9, 0.20)]
+    assert fuse(lexical, by_meaning, 2.0) == [1, 2, 9]
 
 
 @pytest.mark.parametrize(

@@ -100,13 +100,16 @@ async def find(
     ranking when one is configured; and a warning when that ranking could not take part."""
     index = catalog.index
     assert index is not None
-    lexical = [position for position, _ in index.ranked(query)]
+    lexical = index.ranked(query)
     if semantic is None:
-        return catalog.visible_in_order(lexical, limit, tenant), None
+        return catalog.visible_in_order((position for position, _ in lexical), limit, tenant), None
     by_meaning, warning = await semantic.rank(query, index)
     if warning is not None:
         logger.warning("find_tools: %s", warning)
-    order = fuse(lexical, by_meaning, semantic.config.weight) if by_meaning else lexical
+    if by_meaning:
+        order = fuse(lexical, by_meaning, semantic.config.weight)
+    else:
+        order = [position for position, _ in lexical]
     return catalog.visible_in_order(order, limit, tenant), warning
 
 
