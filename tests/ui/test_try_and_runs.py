@@ -121,6 +121,12 @@ async def test_a_workflow_run_page_draws_its_steps(browser: Any, tmp_path: Path)
         await page.fill("#arg-a", "4")
         await page.click("#try-form button[type=submit]")
         await expect(page.locator("#workflow-steps li")).to_have_count(3)
+        # the result draws _meta's steps on a timeline too: times and boom start after hello ended
+        await expect(page.locator("#result-timeline g.step")).to_have_count(3)
+        hello_bar = await page.locator('#result-timeline g[data-step="hello"] rect').bounding_box()
+        times_bar = await page.locator('#result-timeline g[data-step="times"] rect').bounding_box()
+        assert hello_bar is not None and times_bar is not None
+        assert times_bar["x"] >= hello_bar["x"] + hello_bar["width"] - 1
         await page.click("#run-link")
         # the workflow's picture, each step coloured by its state
         await expect(page.locator("#dag g.node")).to_have_count(3)

@@ -15,6 +15,8 @@ import mcp_types as types
 import orjson
 
 from toolweave.results import META_KEY
+from toolweave.runs import StepRecord
+from toolweave.server.ui.run_view import Timeline, timeline
 
 MAX_FIELDS = 100
 """A schema with more properties than this is tried through its JSON box only."""
@@ -151,6 +153,8 @@ class ResultView:
     structured: Any = None
     meta: dict[str, Any] = field(default_factory=dict)
     run_id: str | None = None
+    timeline: Timeline | None = None
+    """A workflow's steps on a timeline (from `_meta.toolweave.steps`)."""
 
 
 def _clipped(text: str) -> str:
@@ -178,4 +182,27 @@ def result_view(result: types.CallToolResult) -> ResultView:
         view.meta = meta
         run_id = meta.get("run_id")
         view.run_id = run_id if isinstance(run_id, str) else None
+        view.timeline = _steps_timeline(meta.get("steps"))
     return view
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _steps_timeline(steps: Any) -> Timeline | None:
+    """The `_meta` steps as timeline bars; None when there are none (or they are not step objects)."""
+    if not isinstance(steps, list):
+        return None
+    records = [
+        StepRecord(
+            id=str(step["id"]),
+            status=str(step.get("status") or ""),
+            attempts=int(_number(step.get("attempts")) or 0),
+            latency_ms=_number(step.get("latency_ms")) or 0.0,
+            start_ms=_number(step.get("start_ms")),
+        )
+        for step in steps
+        if isinstance(step, dict) and "id" in step
+    ]
+    return timeline(records) if records else None
