@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from toolweave.server.ui import documents
+from toolweave.server.ui.builder_forms import MAX_DEPTH, kept_of
 
 ODD: dict[str, Any] = {
     "kind": "workflow",
@@ -40,8 +41,17 @@ def test_toml_is_a_config_file_entry_and_a_bare_table_reads_too() -> None:
         ("[[composite_tools]]\nname = 'a'\n[[composite_tools]]\nname = 'b'\n", "toml", "exactly one"),
         ("- a\n- b\n", "yaml", "must be a mapping"),
         ("x" * (documents.MAX_TEXT + 1), "yaml", "longer than"),
+        ("a: " + "[" * 100 + "]" * 100, "yaml", f"nested deeper than {MAX_DEPTH}"),
+        ("a = " + "[" * 100 + "]" * 100, "toml", f"nested deeper than {MAX_DEPTH}"),
     ],
 )
 def test_text_that_is_not_one_definition_says_why(text: str, fmt: str, why: str) -> None:
     definition, problem = documents.read(text, fmt)
     assert definition is None and why in problem
+
+
+def test_a_kept_field_too_deep_or_not_json_is_dropped_not_a_crash() -> None:
+    assert kept_of({"kept": "[" * 5000 + "]" * 5000}, "kept") == {}
+    assert kept_of({"kept": '{"a": ' + "[" * 100 + "]" * 100 + "}"}, "kept") == {}
+    assert kept_of({"kept": "{not json"}, "kept") == {}
+    assert kept_of({"kept": '{"tags": ["a"]}'}, "kept") == {"tags": ["a"]}

@@ -24,6 +24,8 @@ gateway check."""
 MAX_TEXT = 10_000
 MAX_EXTRA = 100_000
 """Bound of a hidden "kept" field (keys without a form field), as text."""
+MAX_DEPTH = 64
+"""Nesting a definition from the browser may have: writing it back (YAML, TOML) recurses."""
 
 
 class Form(Protocol):
@@ -51,9 +53,25 @@ def kept_of(form: Any, key: str) -> dict[str, Any]:
         return {}
     try:
         loaded = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
-    return loaded if isinstance(loaded, dict) else {}
+    return loaded if isinstance(loaded, dict) and nesting_depth(loaded) <= MAX_DEPTH else {}
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep mappings and lists nest, counted without recursion (the value may be too deep for
+    it); counting stops past MAX_DEPTH."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict | list):
+            deepest = max(deepest, depth)
+            if depth > MAX_DEPTH:
+                return depth
+            stack.extend(
+                (item, depth + 1) for item in (current.values() if isinstance(current, dict) else current)
+            )
+    return deepest
 
 
 def kept_json(kept: Mapping[str, Any]) -> str:

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from toolweave.server.ui.builder_forms import MAX_DEPTH, nesting_depth
+
 MAX_TEXT = 200_000
 FORMATS = ("yaml", "toml")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -92,4 +94,6 @@ def read(text: str, fmt: str) -> tuple[dict[str, Any] | None, str]:
             return None, f"not valid YAML: {error}"
     if not isinstance(loaded, dict):
         return None, "the text must be a mapping (one tool definition)"
+    if nesting_depth(loaded) > MAX_DEPTH:
+        return None, f"the definition is nested deeper than {MAX_DEPTH} levels"
     return loaded, ""
