@@ -3,7 +3,8 @@
     .venv/bin/python docs/ui/screenshots.py          # needs Playwright and Chromium (see docs/ui.md)
 
 Serves the bundled demo (examples/demo.toml, on a throwaway database and a free loopback
-port), builds a router in the builder, tries it and opens its run, saving a PNG of each
+port), builds a router in the builder, tries it and opens its run, answers a workflow's
+question in Try it, opens the backends, saving a PNG of each
 page next to this file. Run it after changing a page so the pictures stay current.
 """
 
@@ -122,6 +123,24 @@ async def shoot(base: str, chromium: str) -> None:
         await page.fill("#s-1-retries", "2")
         await page.wait_for_selector("#problem-count.ok")
         await save("builder-workflow")
+
+        # Try it, live: the demo's quick_note asks for a title in the page, then saves the note
+        await page.goto(f"{base}/tools/quick_note")
+        await page.fill("#arg-body", "Rotate the staging keys before Friday.")
+        await page.click("#try-form button[type=submit]")
+        await page.wait_for_selector("#question")
+        await page.locator("#try").scroll_into_view_if_needed()
+        await save("question")
+        await page.fill("#answer-title", "Staging keys")
+        await page.click("#answer")
+        await page.wait_for_selector("#result-timeline")
+        await page.click("#run-link")
+        await page.wait_for_selector("#timeline")
+        await page.locator("#steps-h").scroll_into_view_if_needed()
+        await save("run-workflow")
+
+        await page.goto(f"{base}/backends")
+        await save("backends")
         await browser.close()
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from toolweave.runs import StepRecord
 
-WIDTH = 560
-"""The whole timeline (or the longest bar, without start times), in SVG units."""
+WIDTH = 440
+"""The whole timeline (or the longest bar, without start times), in SVG units: with the names
+before it and the labels after it, it fits the 820-unit picture."""
 MIN_BAR = 2.0
 
 
