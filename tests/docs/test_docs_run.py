@@ -7,7 +7,8 @@ database, keys, exported files all land in the copy) and nothing an earlier run 
 command 1 does (`toolweave serve -c examples/demo.toml`, on a free port), waits for its
 backends, and runs the file's blocks in order in ONE bash session, as a reader pasting them
 into one terminal would: a variable set in one block (`KEY=$(toolweave keys create ...)`) is
-there in the next.
+there in the next. Files run two at a time (`RUNNERS`), each in its own copy with its own
+gateway and ports.
 
 What the test changes, and nothing else:
 
@@ -43,11 +44,15 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from doc_blocks import ROOT, Block, doc_files, shell_blocks
 
+RUNNERS = 2
+"""Files run at once."""
 FILE_TIMEOUT = 180.0
 """Seconds one file's examples may take in all (they take a few)."""
 
@@ -80,34 +85,70 @@ def test_every_not_run_marker_gives_a_reason() -> None:
     assert not blank, f"a <!-- not-run: REASON --> needs its reason: {blank}"
 
 
-@pytest.mark.parametrize("path", _files_with_examples(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_the_examples_run(path: Path, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class FileRun:
+    """One file's session, done: its blocks, where their output is, and which one failed."""
+
+    blocks: list[Block]
+    outputs: Path
+    failed: int | None
+    timed_out: bool
+
+
+@pytest.fixture(scope="module")
+def file_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Every selected file's session, started at once, RUNNERS at a time (each waits mostly on its
+    gateway and the processes its examples start, so two overlap well on two cores)."""
     missing = [program for program in ("bash", "curl", "jq") if shutil.which(program) is None]
     if missing:
         pytest.skip(f"the docs' examples use {', '.join(missing)}, which this machine lacks")
+    selected = [
+        item.callspec.params["path"]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == "test_the_examples_run" and hasattr(item, "callspec")
+    ]
+    with ThreadPoolExecutor(max_workers=RUNNERS) as pool:
+        runs = {path: pool.submit(_run_file, path, tmp_path_factory.mktemp(path.stem)) for path in selected}
+        try:
+            yield runs
+        finally:
+            for future in runs.values():
+                future.cancel()
+
+
+@pytest.mark.parametrize("path", _files_with_examples(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_examples_run(path: Path, file_runs: dict[Path, Future[FileRun]]) -> None:
+    run = file_runs[path].result()
+    if run.failed is not None:
+        block = run.blocks[run.failed]
+        what = f"did not finish in {FILE_TIMEOUT:.0f} s" if run.timed_out else "failed"
+        pytest.fail(
+            f"{block.where}: the example {what}\n{_report(block, run.outputs, run.failed)}", pytrace=False
+        )
+    for index, block in enumerate(run.blocks):
+        output = _output(run.outputs, index)
+        missing = [snippet for snippet in block.expect if snippet not in output]
+        if missing:
+            pytest.fail(
+                f"{block.where}: expected {missing} in the output\n{_report(block, run.outputs, index)}",
+                pytrace=False,
+            )
+
+
+def _run_file(path: Path, tmp_path: Path) -> FileRun:
+    """A copy of the checkout, the demo gateway in it, and the file's blocks in one bash session."""
     blocks = [b for b in shell_blocks(path) if b.not_run is None]
     copy = tmp_path / "repo"
     _copy_checkout(copy)
     _venv_shims(copy / ".venv" / "bin")
     ports = {_DEMO_PORT: str(_free_port())}
     env = _environment(copy, tmp_path / "home")
+    outputs = tmp_path / "out"
+    outputs.mkdir()
     with _demo_gateway(copy, env, ports[_DEMO_PORT], tmp_path / "gateway.log"):
-        outputs = tmp_path / "out"
-        outputs.mkdir()
         script = _session_script(blocks, ports, outputs)
         failed, timed_out = _run_session(script, copy, env, outputs)
-    if failed is not None:
-        block = blocks[failed]
-        what = f"did not finish in {FILE_TIMEOUT:.0f} s" if timed_out else "failed"
-        pytest.fail(f"{block.where}: the example {what}\n{_report(block, outputs, failed)}", pytrace=False)
-    for index, block in enumerate(blocks):
-        output = _output(outputs, index)
-        missing = [snippet for snippet in block.expect if snippet not in output]
-        if missing:
-            pytest.fail(
-                f"{block.where}: expected {missing} in the output\n{_report(block, outputs, index)}",
-                pytrace=False,
-            )
+    return FileRun(blocks, outputs, failed, timed_out)
 
 
 def _free_port() -> int:
