@@ -104,17 +104,47 @@ def _unserved_row(row: StoredComposite) -> ToolRow:
     )
 
 
+ROW_CACHE_SIZE = 16
+"""Row lists kept per catalog snapshot (one per tenant and state of its backends and composites)."""
+_rows: weakref.WeakKeyDictionary[Catalog, dict[tuple[Any, ...], list[ToolRow]]] = weakref.WeakKeyDictionary()
+
+
 def tool_rows(gateway: Gateway, stored: list[StoredComposite], tenant: str | None) -> list[ToolRow]:
-    """Every tool `tenant` sees, in catalog order, then its API composites that are not served."""
+    """Every tool `tenant` sees, in catalog order, then its API composites that are not served.
+
+    Building a row per tool was most of the list's cost with 1,000 tools, so the rows are kept per
+    catalog snapshot (a change of tools makes a new one) and reused while the other things a row
+    shows are unchanged: each backend's status and each stored composite's version, status and
+    problems (all in the key)."""
+    listed = gateway.catalog.listed_for(tenant)
+    backends = {id(entry.backend): entry.backend for entry in listed if entry.backend is not None}
+    key = (
+        tenant,
+        tuple((backend.name, backend.status) for backend in backends.values()),
+        tuple((r.id, r.version, r.status, r.tenant, tuple(r.validation_errors or ())) for r in stored),
+    )
+    cached = _rows.setdefault(gateway.catalog, {})
+    rows = cached.get(key)
+    if rows is None:
+        rows = _build_rows(gateway, listed, stored, tenant)
+        if len(cached) >= ROW_CACHE_SIZE:
+            cached.pop(next(iter(cached)))
+        cached[key] = rows
+    return list(rows)  # callers get their own list; the rows themselves are frozen
+
+
+def _build_rows(
+    gateway: Gateway, listed: list[Entry], stored: list[StoredComposite], tenant: str | None
+) -> list[ToolRow]:
     by_name = {row.name: row for row in stored}
     rows = []
-    for entry in gateway.catalog.listed_for(tenant):
+    for entry in listed:
         row = by_name.pop(entry.name, None) if entry.composite is not None else None
         if row is not None and entry.owner != row.tenant:
             row = None
         rows.append(_row(gateway, entry, tenant, row))
-    listed = {row.name for row in rows}
-    rows.extend(_unserved_row(row) for row in by_name.values() if row.name not in listed)
+    names = {row.name for row in rows}
+    rows.extend(_unserved_row(row) for row in by_name.values() if row.name not in names)
     return rows
 
 
