@@ -95,6 +95,12 @@ async def ask_all(
 
 
 @server.tool()
+async def ask_name(user: Annotated[Name, Resolve(_user)]) -> str:
+    """Ask the user only, on either revision (an elicitation a page can answer)."""
+    return f"hello, {user.name}"
+
+
+@server.tool()
 async def chatty(ctx: Context) -> str:
     """Log once at debug and once at warning, then answer."""
     await ctx.log("debug", "a debug detail")

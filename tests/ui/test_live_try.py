@@ -11,6 +11,7 @@ from playwright.async_api import expect
 
 from support.browser import serve_ui
 from support.configs import python_backend
+from support.paths import PYTHON, RELAYSERVER
 
 ASK_THEN_GREET = {
     "name": "ask_then_greet",
@@ -100,3 +101,16 @@ async def test_a_running_call_can_be_cancelled_and_is_private_to_its_page(
         await page.click("#live-cancel")
         await expect(page.locator("#result")).to_contain_text("cancelled", timeout=10_000)
         await expect(page.locator("#result")).to_have_class(re.compile("is-error"))
+
+
+async def test_a_backends_own_question_reaches_the_page(browser: Any, tmp_path: Path) -> None:
+    raw = {"backends": [{"name": "rs", "command": PYTHON, "args": [str(RELAYSERVER)]}]}
+    async with serve_ui(raw, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/rs__ask_name")
+        await page.click("#try-form button[type=submit]")
+        # the backend's elicitation/create, relayed to the page as to an MCP client
+        await expect(page.locator("#question-message")).to_have_text("What is your name?", timeout=10_000)
+        await page.fill("#answer-name", "Ada")
+        await page.click("#answer")
+        await expect(page.locator("#result")).to_contain_text("hello, Ada", timeout=10_000)

@@ -1,11 +1,13 @@
 """Try it, live: a call made from the page runs in the background while the page follows it.
 
 The page polls the call (HTMX, twice a second) and sees its progress (the
-tool's progress notifications, a workflow's finished steps) and any question
-the call asks: a workflow's elicitation step, or an approval the policy
-requires (`executor.approval`). The call goes through the executor with the
-page's caller, so policy, validation and approval apply exactly as for any
-client; the page is simply this caller's way to be asked (its `elicit`).
+tool's progress notifications, a workflow's finished steps, a backend's log
+messages) and any question the call asks: a workflow's elicitation step, an
+approval the policy requires (`executor.approval`), or a backend's own
+`elicitation/create` (relayed to the page as to an MCP client,
+`backends.relay`). The call goes through the executor with the page's
+caller, so policy, validation and approval apply exactly as for any client;
+the page is simply this caller's way to be asked (its `elicit`).
 
 A call belongs to the browser session that started it: only that session
 can follow, answer or cancel it. Everything is bounded: calls running per
@@ -28,6 +30,7 @@ from typing import Any
 
 import mcp_types as types
 
+from toolweave.backends.relay import client_of_call
 from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
 from toolweave.executor import Session
 from toolweave.executor.approval import APPROVAL_SCHEMA
@@ -132,6 +135,35 @@ class LiveCall:
         return next((q for q in self.questions if q.id == question_id), None)
 
 
+class PageChannel:
+    """The page as the calling client of a backend (`backends.relay.ClientChannel`): it answers
+    `elicitation/create` and shows log messages; sampling and roots it cannot answer."""
+
+    def __init__(self, call: LiveCall) -> None:
+        self.call = call
+
+    def can_answer(self, method: str) -> bool:
+        return method == "elicitation/create"
+
+    async def request(self, method: str, params: Any, progress: Any = None) -> dict[str, Any]:
+        params = params if isinstance(params, dict) else {}
+        schema = params.get("requestedSchema")
+        message = str(params.get("message") or "")
+        try:
+            outcome = await self.call.ask(message, schema if isinstance(schema, dict) else {}, None)
+        except ElicitUnavailable:
+            return {"action": "cancel"}
+        if outcome.action == "accept":
+            return {"action": "accept", "content": outcome.content or {}}
+        return {"action": outcome.action}
+
+    async def log(self, params: Any) -> None:
+        level = params.get("level") if isinstance(params, dict) else None
+        data = params.get("data") if isinstance(params, dict) else None
+        text = data if isinstance(data, str) else repr(data)
+        self.call.progress.append(f"[{level}] {text}"[:MAX_MESSAGE])
+
+
 class LiveCalls:
     """The calls pages have started, by id, each owned by one browser session."""
 
@@ -165,7 +197,8 @@ class LiveCalls:
 
     async def _run(self, call: LiveCall, executor: Any, arguments: dict[str, Any]) -> None:
         try:
-            result = await executor.call(call.tool, arguments, progress=call.report)
+            with client_of_call(PageChannel(call)):  # a backend asking its client mid-call asks the page
+                result = await executor.call(call.tool, arguments, progress=call.report)
         except asyncio.CancelledError:
             result = error_result("the call was cancelled from the page before it finished")
         except Exception as error:
