@@ -53,13 +53,15 @@ class CallLane:
         elicitation or roots request needs the capability it asks for, which the relay checks."""
         if capabilities is None:
             return False
+        elicits = capabilities.elicitation is not None
+        if not elicits and capabilities.sampling is None and capabilities.roots is None:
+            return False  # nothing can be asked (most plain clients): no catalog lookup on the hot path
         registry = self._registry
         entry = registry.catalog.get(name)
-        if capabilities.elicitation is not None and may_elicit(registry.policy, entry):
-            return True
-        declared = (capabilities.sampling, capabilities.elicitation, capabilities.roots)
-        if entry is None or all(capability is None for capability in declared):
+        if entry is None:
             return False
+        if elicits and may_elicit(registry.policy, entry):
+            return True
         return entry.composite is not None or bool(getattr(entry.backend, "asks_clients", False))
 
     def fast_call(
