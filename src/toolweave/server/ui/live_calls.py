@@ -54,6 +54,9 @@ MAX_MESSAGE = 2_000
 """Characters of a progress line or question shown (a backend controls them)."""
 
 
+CANCELLED = "the call was cancelled from the page before it finished"
+
+
 class LiveCallRefused(Exception):
     """The call could not be started (too many running for this session); the message says why."""
 
@@ -188,9 +191,13 @@ class LiveCalls:
             )
         call = LiveCall(id=secrets.token_urlsafe(16), owner=owner, tool=name)
         executor = gateway.executor(caller.asking_with(call.ask))
-        call.task = asyncio.get_running_loop().create_task(
+        task = asyncio.get_running_loop().create_task(
             self._run(call, executor, arguments), name=f"ui-call:{name}"
         )
+        call.task = task
+        # a task cancelled before it ever ran never enters `_run`: it must still end its call (or the
+        # call would count as running for good, holding one of the session's slots)
+        task.add_done_callback(lambda _task: self._finish(call, error_result(CANCELLED)))
         self._calls[call.id] = call
         self._trim()
         return call
@@ -200,13 +207,15 @@ class LiveCalls:
             with client_of_call(PageChannel(call)):  # a backend asking its client mid-call asks the page
                 result = await executor.call(call.tool, arguments, progress=call.report)
         except asyncio.CancelledError:
-            result = error_result("the call was cancelled from the page before it finished")
+            result = error_result(CANCELLED)
         except Exception as error:
             logger.exception("a call from the UI failed")
             result = error_result(f"the call failed inside the gateway: {type(error).__name__}: {error}")
         self._finish(call, result)
 
     def _finish(self, call: LiveCall, result: types.CallToolResult) -> None:
+        if call.finished_at is not None:
+            return
         call.result = result_view(result)
         call.finished_at = time.time()
         for question in call.questions:
