@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mcp import Client
 from playwright.async_api import expect
 
 from support.browser import serve_ui
@@ -228,3 +229,27 @@ async def test_editing_a_workflow_in_the_form_keeps_what_the_form_does_not_show(
         await expect(page.locator("#versions tbody tr")).to_have_count(2)
         [stored] = await server.runtime.definitions.repo.list(None)
         assert stored.definition == {**definition, "description": "Greet, then multiply each."}
+
+
+async def test_a_rejected_fanout_edit_keeps_the_old_version_serving(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        definition = {"kind": "fanout", "name": "hello_all", "description": "Greet.", "tools": ["py/greet"]}
+        await server.runtime.definitions.create(None, definition, "active", None)
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/tools/hello_all/edit")
+        await page.fill("#t-0-tool", "py/gone")
+        await page.fill("#t-0-arguments", "{name: x")
+        await page.click("#save")
+        await expect(page.locator("#save-problem")).to_contain_text("Not saved")
+        await expect(page.locator("#err-t-0-arguments")).to_contain_text("not valid YAML")
+        await page.fill("#t-0-arguments", "")
+        await page.click("#save")
+        await expect(page.locator("#save-problem")).to_contain_text("Not saved")
+        await expect(page.locator("#err-t-0-tool")).to_contain_text("py/gone")
+        await expect(page.locator("#t-0-tool")).to_have_value("py/gone")  # what was typed is kept
+
+        async with Client(f"{server.url}/mcp") as client:
+            result = await client.call_tool("hello_all", {"name": "Ada"})
+            assert not result.is_error and "Hello, Ada" in str(result.content)
+        [row] = await server.runtime.definitions.repo.list(None)
+        assert row.version == 1 and row.definition["tools"] == ["py/greet"]
