@@ -35,9 +35,12 @@ async def test_referencing_another_tenants_composite_answers_like_an_unknown_nam
     async with api.client(alice) as a, api.client(bob) as b:
         assert (await a.post(f"{API}/composite-tools", json={"definition": GREETER})).status_code == 201
         theirs = await b.post(f"{API}/composite-tools", json={"definition": caller_of("greeter")})
-        unknown = await b.post(f"{API}/composite-tools", json={"definition": caller_of("greeterx")})
+        # an unknown name as close to bob's own tools as alice's is, so "did you mean" offers
+        # both the same of bob's names; alice's 'greeter' would show up in the second if it leaked
+        unknown = await b.post(f"{API}/composite-tools", json={"definition": caller_of("greeted")})
         assert theirs.status_code == unknown.status_code == 422, theirs.text
-        assert theirs.text.replace("'greeter'", "'greeterx'") == unknown.text
+        assert "'greeter'" not in unknown.text
+        assert theirs.text.replace("'greeter'", "'greeted'") == unknown.text
         mine = await a.post(f"{API}/composite-tools", json={"definition": caller_of("greeter", "own")})
         assert mine.status_code == 201, mine.text
 
