@@ -253,3 +253,15 @@ async def test_a_rejected_fanout_edit_keeps_the_old_version_serving(browser: Any
             assert not result.is_error and "Hello, Ada" in str(result.content)
         [row] = await server.runtime.definitions.repo.list(None)
         assert row.version == 1 and row.definition["tools"] == ["py/greet"]
+
+
+async def test_a_form_check_never_overwrites_the_text_being_typed(browser: Any, tmp_path: Path) -> None:
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/build/fanout")
+        await page.fill("#name", "from_form")  # its check is sent 400 ms later...
+        text = "name: from_text\ndescription: Typed in the editor.\ntools: [py/greet]\n"
+        await page.fill("#yaml", text)  # ...while the text editor has the focus and this text
+        await expect(page.locator("#name")).to_have_value("from_text")  # the text won, the form followed
+        await expect(page.locator("#yaml")).to_have_value(text)
+        await expect(page.locator("#problem-count")).to_have_text(VALID)

@@ -29,6 +29,13 @@
     }
   });
 
+  // The builder: a check of the form rewrites the text editor beside it, but never while someone is
+  // typing there (a check sent just before they moved to the editor would overwrite their text).
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id === "yaml" && document.activeElement === target) event.detail.shouldSwap = false;
+  });
+
   document.addEventListener("keydown", function (event) {
     var tab = event.target.closest && event.target.closest('[role="tab"]');
     if (!tab || (event.key !== "ArrowRight" && event.key !== "ArrowLeft")) return;
