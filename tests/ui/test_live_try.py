@@ -50,6 +50,7 @@ async def test_a_question_and_an_approval_are_answered_in_the_page(browser: Any,
 
         # the workflow's elicitation step asks; a required answer left empty is refused at its field
         await expect(page.locator("#question-message")).to_have_text("How should I address Ada?")
+        await expect(page.locator("#answer-title")).to_be_focused()  # keyboard users can type at once
         await page.click("#answer")
         await expect(page.locator("#question .field-problem")).to_contain_text("required")
         await page.fill("#answer-title", "Dr")
@@ -76,7 +77,9 @@ async def test_a_question_and_an_approval_are_answered_in_the_page(browser: Any,
         await page.fill("#arg-name", "Bob")
         await page.click("#try-form button[type=submit]")
         await expect(page.locator("#question h3")).to_have_text("Approval needed")
-        await page.click("#refuse")
+        await expect(page.locator("#approve")).to_be_focused()
+        await page.keyboard.press("Tab")
+        await page.keyboard.press("Enter")  # Refuse, by keyboard
         await expect(page.locator("#result")).to_have_class(re.compile("is-error"))
         await expect(page.locator("#result")).to_contain_text("refused")
 
