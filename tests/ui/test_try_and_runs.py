@@ -302,6 +302,10 @@ async def test_a_running_runs_page_follows_it_to_the_end(browser: Any, tmp_path:
         await trying.click("#try-form button[type=submit]")
         await expect(trying.locator("#live-state")).to_contain_text("Running")
 
+        listing = await context.new_page()  # the runs list follows the running run too
+        await listing.goto(f"{server.url}/runs?tool=nap_long_then_greet")
+        await expect(listing.locator("#runs tbody .status")).to_have_text("running")
+
         page = await context.new_page()
         await page.goto(f"{server.url}/runs?status=running")
         await page.click("#runs tbody tr a >> nth=0")
@@ -317,6 +321,7 @@ async def test_a_running_runs_page_follows_it_to_the_end(browser: Any, tmp_path:
         plain = await page.locator('#dag g[data-step="nap"] rect').evaluate(fill)
         assert done != failed and done == plain  # coloured by state, not all alike
         await expect(page.locator("#timeline g.step")).to_have_count(3)
+        await expect(listing.locator("#runs tbody .status")).to_have_text("completed", timeout=10_000)
 
 
 async def test_the_operator_filters_runs_by_tenant_and_sees_errors(browser: Any, tmp_path: Path) -> None:
