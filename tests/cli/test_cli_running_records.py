@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,10 +52,27 @@ def serve(config_path: Path, *flags: str) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port(port, process, 60)
-        yield f"http://127.0.0.1:{port}"
+        wait_for_port(port, process, 60)  # the port listens first: the state file comes with the app
+        url = f"http://127.0.0.1:{port}"
+        wait_answering(url, process)
+        yield url
     finally:
         stop_process(process)
+
+
+def wait_answering(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Until the API answers at all (a 401 too): `serve` has then written its state file."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "serve exited"
+        try:
+            with urllib.request.urlopen(f"{url}/api/v1/backends", timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
 
 
 @pytest.fixture
