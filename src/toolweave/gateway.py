@@ -76,7 +76,7 @@ class Gateway:
             admission=Admission(config.policy.read_width, config.policy.concurrent_width),
             resolve_backend=backend_resolver,
             observe=call_observer,
-            startup_wait=self._wait_for_first_connections,
+            startup_wait=self.wait_for_first_connections,
             semantic=(
                 SemanticRanker(config.search.embeddings, vector_store)
                 if config.search.embeddings is not None and config.gateway.tool_exposure == "search"
@@ -128,7 +128,12 @@ class Gateway:
         self._started = True
         self.rebuild()
 
-    async def _wait_for_first_connections(self) -> bool:
+    def backends_starting(self) -> bool:
+        """Whether a backend is still on its first connection attempt: until then, a tool it will
+        offer is missing from the catalog without anything being wrong."""
+        return any(backend.status == "starting" for backend in self.backends.values())
+
+    async def wait_for_first_connections(self) -> bool:
         """Wait until every backend still on its first connection attempt has finished it (at most
         gateway.startup_timeout) and the catalog has been rebuilt; True when there was one to wait for."""
         starting = [backend for backend in self.backends.values() if backend.status == "starting"]
@@ -185,7 +190,7 @@ class Gateway:
     def _report_issues(self, catalog: Catalog) -> None:
         """Log each new catalog problem once, but not while backends are still connecting for the first
         time: a composite that names a tool of a backend not up yet is not a problem yet."""
-        if any(backend.status == "starting" for backend in self.backends.values()):
+        if self.backends_starting():
             return
         for issue in catalog.issues:
             if issue not in self._reported_issues:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 from mcp import Client
 
@@ -130,6 +131,41 @@ async def test_a_call_to_a_backend_still_starting_waits_for_it_instead_of_failin
             assert unknown.is_error and "unknown tool 'slow__nope'" in text(unknown)
     finally:
         stop_process(process)
+
+
+async def test_a_composite_made_while_its_backend_starts_is_accepted_and_a_restart_reports_nothing(
+    write_config: WriteConfig, gateway: dict[str, str]
+) -> None:
+    """Right after start-up a REST-made composite naming a tool of a backend still connecting waits
+    for it instead of a 422 "unknown tool"; after a restart, the stored composite is not logged as
+    degraded while that backend is only slow to come up."""
+    slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": "8"}, connect_timeout="120s")
+    path = write_config({"gateway": {**gateway, "startup_timeout": "120s"}, "backends": [slow]})
+    router = {
+        "name": "echo_router",
+        "description": "Echo some text.",
+        "routing": "agent_driven",
+        "operations": [{"slug": "echo", "tool": "slow/echo"}],
+    }
+    for restart in (False, True):
+        port = free_port()
+        process = serve(path, "--port", str(port))
+        try:
+            await asyncio.to_thread(wait_for_port, port, process, 30)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as api:
+                if not restart:
+                    created = await api.post("/api/v1/composite-tools", json={"definition": router})
+                    assert created.status_code == 201, created.text
+                    assert created.json()["status"] == "active"
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    result = await client.call_tool("echo_router", {"operation": "echo", "text": "hi"})
+                    assert text(result) == "hi", result
+                stored = (await api.get("/api/v1/composite-tools/echo_router")).json()
+                assert stored["status"] == "active" and not stored.get("validationErrors"), stored
+        finally:
+            stop_process(process)
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        assert "degraded" not in stderr, stderr
 
 
 async def test_served_connections_send_without_nagle_delay() -> None:

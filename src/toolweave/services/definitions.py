@@ -94,6 +94,7 @@ class DefinitionService:
         self._lock = asyncio.Lock()
         self._verdict_task: asyncio.Task[None] | None = None
         self._verdict_again = False
+        self._startup_task: asyncio.Task[None] | None = None
         self._unsubscribe = gateway.on_tools_changed(self._catalog_changed)
         self.on_change: Callable[[StoredComposite], None] | None = None
         """Told of every create, update and delete made here (the change feed tells other gateways)."""
@@ -191,6 +192,9 @@ class DefinitionService:
             if row.status not in SERVED_STATUSES:
                 continue
             problems = self.verdict(known)
+            if problems and self.gateway.backends_starting():
+                self._verdicts_after_first_connections()  # a tool it names may just not be up yet
+                continue
             if tuple(problems) == (row.validation_errors or ()):
                 continue
             try:
@@ -202,6 +206,19 @@ class DefinitionService:
                 logger.warning("composite tool %s is degraded: %s", row.name, "; ".join(problems))
             else:
                 logger.info("composite tool %s is active again", row.name)
+
+    def _verdicts_after_first_connections(self) -> None:
+        """Record verdicts again once every backend has finished its first connection attempt: one
+        that failed to start leaves the catalog's listing unchanged, which alone would not."""
+        if self._startup_task is not None and not self._startup_task.done():
+            return
+
+        async def after_start() -> None:
+            await self.gateway.wait_for_first_connections()
+            self._catalog_changed()
+
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing to schedule
+            self._startup_task = asyncio.get_running_loop().create_task(after_start())
 
     def _catalog_changed(self) -> None:
         """A backend's tools changed: re-record verdicts soon (coalesced, never concurrently)."""
@@ -223,6 +240,8 @@ class DefinitionService:
 
     async def close(self) -> None:
         self._unsubscribe()
+        if self._startup_task is not None:
+            self._startup_task.cancel()
         if self._verdict_task is not None:
             with contextlib.suppress(BaseException):
                 await self._verdict_task
@@ -248,7 +267,7 @@ class DefinitionService:
         self, tenant: str | None, definition: Mapping[str, Any], status: str, note: str | None
     ) -> StoredComposite:
         async with self._lock:
-            model = self._validate(definition, tenant, exclude_id=None)
+            model = await self._validated(definition, tenant, exclude_id=None)
             stored = await self.repo.create(tenant, definition, status=status, note=note)
             self._known[stored.id] = _Known(stored, model)
             await self._apply()
@@ -270,9 +289,9 @@ class DefinitionService:
             current = await self.repo.get(tool_id, tenant)
             definition = merge_patch(current.definition, patch) if patch is not None else None
             if definition is not None:
-                model = self._validate(definition, current.tenant, exclude_id=current.id)
+                model = await self._validated(definition, current.tenant, exclude_id=current.id)
             elif status == "active" and current.status not in SERVED_STATUSES:
-                model = self._validate(
+                model = await self._validated(
                     current.definition, current.tenant, exclude_id=current.id
                 )  # activating: must build now
             else:
@@ -310,6 +329,18 @@ class DefinitionService:
             return current
 
     # -- validation --------------------------------------------------------
+
+    async def _validated(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
+        """`_validate`, but a definition refused while backends are still on their first connection
+        attempt is checked again once they have finished it (at most gateway.startup_timeout): right
+        after start-up the tools it names may simply not be listed yet."""
+        try:
+            return self._validate(definition, tenant, exclude_id=exclude_id)
+        except DefinitionError as refused:
+            if refused.code != "invalid_definition" or not self.gateway.backends_starting():
+                raise
+        await self.gateway.wait_for_first_connections()
+        return self._validate(definition, tenant, exclude_id=exclude_id)
 
     def _validate(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
         too_big = size_problems(definition, self.gateway.config.limits)
