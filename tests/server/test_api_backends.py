@@ -72,3 +72,33 @@ async def test_reconnect_needs_the_admin_scope(sqlite_app: AppFactory) -> None:
         assert (await client.post(f"{API}/backends/ts/reconnect")).status_code == 202
         await _until_connected(client, "ts")
     assert backend.connected_at is not None and before is not None and backend.connected_at > before
+
+
+async def test_a_tenant_cannot_keep_dropping_a_shared_backend(sqlite_app: AppFactory) -> None:
+    """A reconnect fails every call in flight on a shared backend: a tenant's key may force one at
+    most every 30 s (429 with Retry-After); asking while an attempt is under way restarts nothing."""
+    api = await sqlite_app({"backends": [stdio_backend()]}, require_auth=True)
+    backend = api.gateway.backends["ts"]
+    alice = await api.key("alice", "tools:admin", "tools:read")
+    bob = await api.key("bob", "tools:admin", "tools:read")
+    async with api.client(alice) as a, api.client(bob) as b:
+        assert (await a.post(f"{API}/backends/ts/reconnect")).status_code == 202
+        await _until_connected(a, "ts")
+        connected_at = backend.connected_at
+        again = await b.post(f"{API}/backends/ts/reconnect")
+        assert again.status_code == 429, again.text
+        assert 0 < int(again.headers["retry-after"]) <= 30
+        assert "a tenant may reconnect it again in" in again.json()["error"]["message"]
+        assert backend.connected_at == connected_at and backend.status == "connected"  # nothing dropped
+
+
+async def test_asking_again_while_reconnecting_restarts_nothing(sqlite_app: AppFactory) -> None:
+    api = await sqlite_app({"backends": [stdio_backend()]})
+    backend = api.gateway.backends["ts"]
+    async with api.client() as client:
+        first, second = await asyncio.gather(
+            client.post(f"{API}/backends/ts/reconnect"), client.post(f"{API}/backends/ts/reconnect")
+        )
+        assert first.status_code == second.status_code == 202
+        await _until_connected(client, "ts")
+        assert backend.reconnects == 1  # the second ask found the first under way

@@ -50,6 +50,9 @@ class Backend(ABC):
         self._listeners: list[ChangeListener] = []
         self._ready = asyncio.Event()
         """Set once the first connection attempt has finished, successfully or not."""
+        self.reconnects = 0
+        """How many reconnects were forced (`reconnect`, an operator's action) since start."""
+        self._reconnecting = False
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -67,10 +70,17 @@ class Backend(ABC):
         Calls in flight on the old connection fail as on any lost connection. Returns once the
         new attempt has begun; the status says how it goes (`reconnecting`, then `connected`).
         """
-        await self.stop()
-        self._prepare_restart()
-        self._set_status("reconnecting")
-        await self.start()
+        if self._reconnecting:
+            return  # one forced reconnect at a time: a second ask would drop the fresh connection
+        self._reconnecting = True
+        try:
+            self.reconnects += 1
+            await self.stop()
+            self._prepare_restart()
+            self._set_status("reconnecting")
+            await self.start()
+        finally:
+            self._reconnecting = False
 
     def _prepare_restart(self) -> None:  # noqa: B027 - a hook: most kinds need nothing undone
         """Undo what `stop` did that would keep `start` from starting again (per kind)."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +44,12 @@ from toolweave.store import (
     SqlRunStore,
     SqlVectorStore,
     TenantRepository,
+    TooSoon,
 )
 from toolweave.store.gateway_lock import GatewayLock
+
+RECONNECT_COOLDOWN = 30.0
+"""Seconds between two reconnects of one shared backend asked for by tenants' keys."""
 
 logger = logging.getLogger("toolweave.server")
 
@@ -72,6 +78,8 @@ class ServerRuntime:
         self.metrics = Metrics()
         self.runs = SqlRunStore(self.db)
         self.tenant_backends = TenantBackends(self.connections)
+        self._tenant_reconnects: dict[str, float] = {}
+        """Shared backend → when a tenant last had it reconnected (monotonic seconds)."""
         self.events = EventStream()
         self.gateway = Gateway(
             config,
@@ -200,9 +208,28 @@ class ServerRuntime:
             )
         if backend is None or not self.reconnect_allowed(name, tenant):
             raise NotFound(f"no backend named {name!r}")
+        if backend.status in ("starting", "reconnecting"):
+            return backend.describe()  # an attempt is under way: asking again changes nothing
+        if tenant is not None and backend.owner is None:
+            self._bound_tenant_reconnects(name)
         logger.info("backend %s: reconnect asked for by %s", name, tenant or "the operator")
         await backend.reconnect()
         return backend.describe()
+
+    def _bound_tenant_reconnects(self, name: str) -> None:
+        """A shared backend serves every tenant and a reconnect fails the calls in flight on it: a
+        tenant's key may force one at most every RECONNECT_COOLDOWN seconds, so no tenant can keep
+        dropping everyone's calls (the operator, and a tenant's own backend, are not limited)."""
+        now = time.monotonic()
+        last = self._tenant_reconnects.get(name)
+        if last is not None and now - last < RECONNECT_COOLDOWN:
+            wait = math.ceil(RECONNECT_COOLDOWN - (now - last))
+            raise TooSoon(
+                f"backend {name!r} is shared and was reconnected by a tenant {int(now - last)} s ago; "
+                f"a tenant may reconnect it again in {wait} s",
+                retry_after=wait,
+            )
+        self._tenant_reconnects[name] = now
 
     def connection_changed(self, tenant: str | None, backend: str) -> None:
         """A tenant's connection was stored or deleted: close its session here and everywhere."""

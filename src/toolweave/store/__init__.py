@@ -22,7 +22,7 @@ from toolweave.store.crypto import (
     SecretDict,
 )
 from toolweave.store.database import Database, alembic_config
-from toolweave.store.errors import Conflict, Forbidden, NotFound, SecretKeyError, StoreError
+from toolweave.store.errors import Conflict, Forbidden, NotFound, SecretKeyError, StoreError, TooSoon
 from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository
 from toolweave.store.runs import SqlRunStore
 from toolweave.store.tenants import TenantInfo, TenantRepository
@@ -53,6 +53,7 @@ __all__ = [
     "StoredComposite",
     "TenantInfo",
     "TenantRepository",
+    "TooSoon",
     "VersionInfo",
     "alembic_config",
 ]

@@ -20,6 +20,14 @@ class Forbidden(StoreError):
     """The object exists and is visible, but the caller may not change it (a shared tool for a tenant)."""
 
 
+class TooSoon(StoreError):
+    """The action was taken too recently to take it again yet (a tenant reconnecting a shared backend)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class SecretKeyError(StoreError):
     """Connection secrets cannot be decrypted or the secret key cannot be loaded.
 

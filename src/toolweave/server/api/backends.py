@@ -47,6 +47,7 @@ async def list_backends(
         403: {"description": "The key lacks tools:admin"},
         404: {"description": "No such backend"},
         409: {"description": "A federated backend (its clients connect to the gateway)"},
+        429: {"description": "A tenant's key, a shared backend, reconnected by a tenant under 30 s ago"},
     },
 )
 async def reconnect_backend(
@@ -54,7 +55,8 @@ async def reconnect_backend(
 ) -> BackendOut:
     """Drop this gateway's connection to the backend and connect again at once (no backoff wait).
     Answers as the new attempt begins (`status` is then `reconnecting`, or already `connected`);
-    calls in flight on the old connection fail as on any lost connection."""
+    calls in flight on the old connection fail as on any lost connection. While an attempt is under way
+    asking again changes nothing; a tenant's key may reconnect a shared backend once every 30 s."""
     found = await rt.reconnect_backend(name, caller.tenant)
     own = {summary["backend"] for summary in await rt.connections.list(caller.tenant)}
     return backend_out(found, own)

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from toolweave.problems import Problem, as_problems
 from toolweave.services.definitions import DefinitionError
-from toolweave.store import Conflict, Forbidden, NotFound, SecretKeyError, StoreError
+from toolweave.store import Conflict, Forbidden, NotFound, SecretKeyError, StoreError, TooSoon
 
 logger = logging.getLogger("toolweave.api")
 
@@ -108,6 +108,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Forbidden)
     async def _forbidden(_request: Request, error: Forbidden) -> JSONResponse:
         return _response(403, "forbidden", str(error))
+
+    @app.exception_handler(TooSoon)
+    async def _too_soon(_request: Request, error: TooSoon) -> JSONResponse:
+        answer = _response(429, "too_soon", str(error))
+        answer.headers["Retry-After"] = str(error.retry_after)
+        return answer
 
     @app.exception_handler(ValueError)
     async def _value(_request: Request, error: ValueError) -> JSONResponse:

@@ -19,7 +19,7 @@ from toolweave.server.ui.run_view import timeline
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
 from toolweave.services.llm import llm_configured
-from toolweave.store import Conflict, NotFound
+from toolweave.store import Conflict, NotFound, TooSoon
 
 MAX_KEY_LENGTH = 512
 RUN_STATUSES = ("running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required")
@@ -225,6 +225,8 @@ class Pages:
             return self.ui.problem(ctx, 404, "No such backend", str(error))
         except Conflict as error:
             return self.ui.problem(ctx, 409, "Not reconnected", str(error))
+        except TooSoon as error:
+            return await self.backends(ctx, notice=f"Not reconnected: {error}")
         return await self.backends(ctx, notice=f"Reconnecting {name}…")
 
     async def login_form(self, ctx: PageContext) -> Response:
