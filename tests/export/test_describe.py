@@ -116,6 +116,10 @@ def test_complete_descriptions_are_kept_verbatim() -> None:
         ("  Access   the\nwiki  ", "Use this tool to access the wiki."),
         ("", "Use this tool to do the thing."),
         ("Ask?", "Use this tool to ask?"),
+        ("What time it is anywhere", "What time it is anywhere."),
+        ("How long the route takes", "How long the route takes."),
+        ("Current weather by city", "Current weather by city."),
+        ("For every page, a summary", "For every page, a summary."),
     ],
 )
 def test_opening(description: str, expected: str) -> None:

@@ -29,8 +29,16 @@ SUMMARY_CHARS: Final = 200
 _SECTION_MARKERS: Final = ("# Required inputs", "# Optional inputs")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s")
 _NOT_A_VERB: Final = frozenset(
-    {"a", "an", "the", "this", "that", "these", "it", "one", "all", "every", "each"}
+    {
+        *("a", "an", "the", "this", "that", "these", "those", "it", "one", "all", "every", "each"),
+        *("any", "some", "no", "my", "our", "your", "its", "their", "his", "her"),
+        *("what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whether"),
+        *("for", "from", "with", "without", "in", "into", "on", "of", "to", "by", "about", "via"),
+        *("if", "once", "current", "latest", "today", "now", "here", "there", "always", "only"),
+    }
 )
+"""First words that start a phrase, not an order: "What time it is" must not become "Use this
+tool to what time it is"."""
 
 
 @dataclass(frozen=True, slots=True)
