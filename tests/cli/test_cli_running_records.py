@@ -18,6 +18,7 @@ from support.configs import python_backend
 from support.fixtures import WriteConfig
 from support.paths import TOOLWEAVE
 from support.processes import free_port, stop_process, subprocess_env, wait_for_port
+from toolweave.cli.running import state_file
 
 
 @pytest.fixture
@@ -52,7 +53,9 @@ def serve(config_path: Path, *flags: str) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port(port, process, 60)  # the port listens first: the state file comes with the app
+        wait_for_port(port, process, 60)
+        # written before the port takes connections: a command from now on uses this gateway
+        assert json.loads(state_file(config_path).read_text())["url"] == f"http://127.0.0.1:{port}"
         url = f"http://127.0.0.1:{port}"
         wait_answering(url, process)
         yield url

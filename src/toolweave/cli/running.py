@@ -130,7 +130,8 @@ def state_file(config_path: Path) -> Path:
 
 
 def record_serving(config_path: Path, url: str) -> Path | None:
-    """Written by `serve` once it listens; None (and nothing written) when the cache is not writable."""
+    """Written by `serve` once its port is bound, before it takes connections (a command started during
+    its start-up waits for its answer); None (and nothing written) when the cache is not writable."""
     path = state_file(config_path)
     state = {"url": url, "pid": os.getpid(), "config": str(config_path.resolve())}
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import gc
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -62,17 +63,36 @@ def _serve(
             "[bold]toolweave keys create[/], or bind 127.0.0.1."
         )
         raise typer.Exit(2)
-    listener = listen_or_exit(bind, port if port is not None else cfg.gateway.port, port is not None)
+    recorded: list[Path | None] = []
+
+    def record(sock: socket.socket) -> None:
+        """Before the port takes connections: a `tools` or `call` started from now on goes through
+        this gateway (waiting for its first answer) instead of starting every backend itself."""
+        from toolweave.config.loader import default_config_path
+
+        recorded.append(record_serving(Path(cfg.source or default_config_path()), local_url(sock)))
+
+    listener = listen_or_exit(bind, port if port is not None else cfg.gateway.port, port is not None, record)
+    state = recorded[0] if recorded else None
     _serve_logging(cfg, log_json)
     from toolweave.store import StoreError
 
     try:
         import asyncio
 
-        asyncio.run(_serve_http(cfg, listener, require_auth))
+        asyncio.run(_serve_http(cfg, listener, require_auth, state))
     except (StoreError, ValueError, OSError) as error:  # an unreachable database: say so, no traceback
         err.print(f"[red]cannot start:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    finally:
+        forget_serving(state)
+
+
+def local_url(sock: socket.socket) -> str:
+    """The URL a command on this machine reaches the gateway at (`0.0.0.0` is not an address to call)."""
+    host, port = sock.getsockname()[:2]
+    local_host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    return f"http://{local_host if ':' not in local_host else f'[{local_host}]'}:{port}"
 
 
 def _serve_logging(cfg: Config, log_json: bool) -> None:
@@ -82,7 +102,9 @@ def _serve_logging(cfg: Config, log_json: bool) -> None:
     configure_logging(cfg.gateway.log_level, json_lines=log_json or cfg.gateway.log_format == "json")
 
 
-def listen_or_exit(host: str, port: int, from_option: bool) -> socket.socket:
+def listen_or_exit(
+    host: str, port: int, from_option: bool, on_bound: Callable[[socket.socket], None] | None = None
+) -> socket.socket:
     """The listening socket, opened before anything else: a busy port is reported at once, naming
     `--port`, instead of after every backend has connected. Made with `IPPROTO_TCP` named: asyncio
     sets TCP_NODELAY only on connections whose socket says TCP, and without it Nagle held the last
@@ -92,6 +114,8 @@ def listen_or_exit(host: str, port: int, from_option: bool) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        if on_bound is not None:
+            on_bound(sock)
         sock.listen(2048)
     except OSError as error:
         sock.close()
@@ -110,10 +134,9 @@ def listen_or_exit(host: str, port: int, from_option: bool) -> socket.socket:
     return sock
 
 
-async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool) -> None:
+async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, state: Path | None) -> None:
     import uvicorn
 
-    from toolweave.config.loader import default_config_path
     from toolweave.server.app import build_http_app
 
     host, port = listener.getsockname()[:2]
@@ -127,9 +150,6 @@ async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool) 
     if cfg.ui.enabled:
         err.print(f"web UI at [bold]{url}/[/] · API docs at {url}/docs", soft_wrap=True)
     announce_backends(gateway)
-    local_host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
-    local_url = f"http://{local_host if ':' not in local_host else f'[{local_host}]'}:{port}"
-    state = record_serving(Path(cfg.source or default_config_path()), local_url)
 
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
@@ -147,10 +167,7 @@ async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool) 
             ws_max_size=2 * cfg.federation.max_frame_bytes,
         )
     )
-    try:
-        await server.serve(sockets=[listener])
-    finally:
-        forget_serving(state)
+    await server.serve(sockets=[listener])
 
 
 def announce_backends(gateway: Any) -> None:
