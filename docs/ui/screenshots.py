@@ -73,7 +73,7 @@ async def shoot(base: str, chromium: str) -> None:
         await page.click("#add-op")
         await page.fill("#op-1-slug", "find")
         await page.fill("#op-1-tool", "notes__search")
-        await page.fill("#op-1-mapping", "text=query")
+        await page.fill("#op-1-map-query", "text")  # the mapping table: `text` feeds search's query
         await page.click("#add-rule")
         await page.select_option("#rule-0-type", "exists")
         await page.fill("#rule-0-field", "title")

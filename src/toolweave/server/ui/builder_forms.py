@@ -189,3 +189,6 @@ class FormKind:
     the parameters that tool takes, so a mapping or arguments can be written without looking it up."""
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """The options of this kind's select boxes, by name."""
+    stale_tables: Callable[[Any, dict[str, Any]], list[int]] = lambda _form, _params: []
+    """Rows whose per-parameter table was drawn for another tool than the one now typed: check as you
+    type redraws only those (out of band), so the field being typed in keeps its focus."""

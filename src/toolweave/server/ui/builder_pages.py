@@ -46,6 +46,28 @@ class Check:
     dag: Dag | None = None
     hints: dict[str, str] = field(default_factory=dict)
     """Under each row calling a tool: the parameters that tool takes."""
+    params: dict[str, list[Parameter]] = field(default_factory=dict)
+    """Per row slot, the called tool's parameters: the router's mapping table has one row for each."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    name: str
+    type: str
+    required: bool
+
+
+def parameters_of(schema: Any) -> list[Parameter]:
+    """A tool's parameters in schema order (at most MAX_HINT_PARAMETERS, so a huge schema costs little)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return []
+    required = set(schema.get("required") or [])
+    found = []
+    for name, spec in list(properties.items())[:MAX_HINT_PARAMETERS]:
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        found.append(Parameter(str(name), kind if isinstance(kind, str) else "", name in required))
+    return found
 
 
 def parameters_hint(schema: Any) -> str:
@@ -64,14 +86,14 @@ def parameters_hint(schema: Any) -> str:
     return "takes: " + ", ".join(parts) + (f", and {more} more" if more > 0 else "")
 
 
-def _hints(ctx: PageContext, kind: FormKind, form: Any) -> dict[str, str]:
+def _hints(ctx: PageContext, kind: FormKind, form: Any, check: Check) -> None:
+    """Fill the check's hints and parameter lists for the rows whose tool the caller can see."""
     catalog = ctx.runtime.gateway.catalog
-    hints = {}
     for slot, reference in kind.row_tools(form):
         entry = catalog.lookup(reference) if reference else None
         if entry is not None and entry.visible_to(ctx.caller.tenant):
-            hints[slot] = parameters_hint(entry.tool.input_schema)
-    return hints
+            check.hints[slot] = parameters_hint(entry.tool.input_schema)
+            check.params[slot] = parameters_of(entry.tool.input_schema)
 
 
 def _check(
@@ -132,7 +154,7 @@ class BuilderPages:
         service = ctx.runtime.definitions
         assert service is not None
         check = _check(service, kind, form, ctx.caller.tenant, editing.id if editing else None)
-        check.hints = _hints(ctx, kind, form)
+        _hints(ctx, kind, form, check)
         if problems is not None and not check.problems_count:  # the save failed on something the check missed
             check.at, check.general = kind.place(problems, form)
             check.problems_count = len(problems)
@@ -219,16 +241,17 @@ class BuilderPages:
             if definition is None:
                 check = Check(general=[why], problems_count=1)
                 return self.ui.render(
-                    ctx, "_builder_check.html", check=check, at={}, slots=[], hint_slots=[], source="text", refill=False,
+                    ctx, "_builder_check.html", check=check, at={}, slots=[], hint_slots=[], table_rows=[], source="text", refill=False,
                     form=form, text="", **values,
                 )  # fmt: skip
             form = kind.from_definition(definition)
         check = _check(service, kind, form, ctx.caller.tenant, editing.id if editing else None)
-        check.hints = _hints(ctx, kind, form)
+        _hints(ctx, kind, form, check)
         return self.ui.render(
             ctx,
             "_builder_check.html",
             hint_slots=[slot for slot, _ in kind.row_tools(form)],
+            table_rows=kind.stale_tables(form, check.params) if source == "form" else [],
             check=check,
             at=check.at,
             slots=form.slots(),

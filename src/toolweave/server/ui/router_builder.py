@@ -1,8 +1,10 @@
 """The router builder: its form read into a definition (the same document as the config file and the
 REST API), a definition written back into the form, YAML both ways, and each problem put at its field.
 
-The form is flat: `op-<i>-slug|tool|mapping` for operations, `rule-<i>-type|field|value|case|
-priority|operation` for rules, plus `name`, `description`, `routing`, `default_operation`.
+The form is flat: `op-<i>-slug|tool|mapping` for operations (once the tool is known, `mapping`
+holds only the pairs its table has no row for and `op-<i>-map-<parameter>` is one row each),
+`rule-<i>-type|field|value|case|priority|operation` for rules, plus `name`, `description`,
+`routing`, `default_operation`.
 A problem's path (`definition.rules[0].condition.type`) names its field's slot (`rule-0-type`).
 """
 
@@ -51,12 +53,19 @@ class OperationRow:
     tool: str = ""
     mapping: str = ""
     """`argument=tool_parameter` pairs separated by commas."""
+    table_tool: str = ""
+    """The tool the mapping cell was drawn for."""
+    table_shown: bool = False
+    """Whether that cell shows the table (else the text field, the tool's parameters being unknown)."""
     kept: dict[str, Any] = field(default_factory=dict)
     """The operation's keys without a field (display_name, description, fixed arguments)."""
 
     @property
     def kept_text(self) -> str:
         return kept_json(self.kept)
+
+    def table(self, params: list[Any]) -> tuple[dict[str, str], str]:
+        return mapping_table(self, params)
 
 
 @dataclass(slots=True)
@@ -85,6 +94,9 @@ class RouterForm:
     def kept_text(self) -> str:
         return kept_json(self.kept)
 
+    def unified(self, params: dict[str, list[Any]]) -> list[str]:
+        return unified_names(self, params)
+
     def slots(self) -> list[str]:
         """Every field a problem can be shown at."""
         found = list(TOP_SLOTS)
@@ -105,7 +117,9 @@ def read_form(form: Any) -> RouterForm:
         OperationRow(
             slug=text_of(form, f"op-{i}-slug"),
             tool=text_of(form, f"op-{i}-tool"),
-            mapping=text_of(form, f"op-{i}-mapping"),
+            mapping=_posted_mapping(form, i),
+            table_tool=text_of(form, f"op-{i}-maptool"),
+            table_shown=bool(text_of(form, f"op-{i}-mapparams")),
             kept=kept_of(form, f"op-{i}-kept"),
         )
         for i in range(count_of(form, "ops"))
@@ -132,6 +146,52 @@ def read_form(form: Any) -> RouterForm:
         rules=rules,
         kept=kept_of(form, "kept"),
     )
+
+
+def _posted_mapping(form: Any, index: int) -> str:
+    """The operation's mapping as `arg=param` text: the table's rows (each tool parameter and the
+    unified argument feeding it; empty or the same name means no renaming) plus the pairs the table
+    has no row for, which it carries in a hidden field."""
+    text = text_of(form, f"op-{index}-mapping")
+    shown = [name for name in text_of(form, f"op-{index}-mapparams").split(",") if name][:MAX_ROWS]
+    if not shown:
+        return text
+    pairs = {arg: param for arg, param in _mapping(text).items() if param not in shown}
+    for param in shown:
+        arg = text_of(form, f"op-{index}-map-{param}")
+        if arg and arg != param:
+            pairs[arg] = param
+    return ", ".join(f"{arg}={param}" for arg, param in pairs.items())
+
+
+def mapping_table(row: OperationRow, params: list[Any]) -> tuple[dict[str, str], str]:
+    """({tool parameter: the unified argument feeding it}, the pairs for parameters the tool lacks)."""
+    pairs = _mapping(row.mapping)
+    names = {param.name for param in params}
+    fed = {param: arg for arg, param in pairs.items() if param in names}
+    rest = ", ".join(f"{arg}={param}" for arg, param in pairs.items() if param not in names)
+    return fed, rest
+
+
+def unified_names(form: RouterForm, params: dict[str, list[Any]]) -> list[str]:
+    """Every unified parameter name the form gives so far: the choices of each mapping row."""
+    found: set[str] = set()
+    for index, row in enumerate(form.operations):
+        pairs = _mapping(row.mapping)
+        renamed = set(pairs.values())
+        found.update(arg for arg in pairs if arg)
+        found.update(p.name for p in params.get(f"op-{index}-params", []) if p.name not in renamed)
+    return sorted(found)
+
+
+def stale_tables(form: RouterForm, params: dict[str, list[Any]]) -> list[int]:
+    """Operations whose mapping cell was drawn for another tool than the one now in the tool field,
+    or shows the text field while the tool's parameters are now known (its backend came up)."""
+    return [
+        index
+        for index, row in enumerate(form.operations)
+        if row.table_tool != row.tool or (not row.table_shown and f"op-{index}-params" in params)
+    ]
 
 
 def _mapping(text: str) -> dict[str, str]:
@@ -316,4 +376,5 @@ ROUTER = FormKind(
     field_problems=field_problems,
     row_tools=lambda form: [(f"op-{i}-params", row.tool) for i, row in enumerate(form.operations)],
     choices={"conditions": CONDITIONS, "routings": ROUTINGS},
+    stale_tables=stale_tables,
 )
