@@ -4,6 +4,8 @@ text editor as YAML or TOML keeping keys the form has no field for, saved, tried
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -265,3 +267,28 @@ async def test_a_form_check_never_overwrites_the_text_being_typed(browser: Any, 
         await expect(page.locator("#name")).to_have_value("from_text")  # the text won, the form followed
         await expect(page.locator("#yaml")).to_have_value(text)
         await expect(page.locator("#problem-count")).to_have_text(VALID)
+
+
+async def test_an_older_check_answered_late_never_undoes_a_newer_one(browser: Any, tmp_path: Path) -> None:
+    """Checks overtake each other on a busy server: only the newest may change the page (CI saw the
+    editor turn back to YAML after the user chose TOML, and the TOML they then typed failed to parse)."""
+    async with serve_ui({"backends": [python_backend()]}, tmp_path) as server:
+        page = await browser.new_page()
+        await page.goto(f"{server.url}/build/fanout")
+
+        async def yaml_checks_answer_late(route: Any) -> None:
+            if "format=yaml" in (route.request.post_data or ""):
+                await asyncio.sleep(1.5)
+            with contextlib.suppress(
+                Exception
+            ):  # the page gave up on it: what it should do with a stale check
+                await route.continue_()
+
+        await page.route("**/build/fanout/check", yaml_checks_answer_late)
+        await page.fill("#name", "from_form")
+        await page.wait_for_timeout(700)  # its check (in YAML) is under way, held back
+        await page.select_option("#format", "toml")
+        await expect(page.locator("#yaml")).to_have_value(re.compile(r"\[\[composite_tools\]\]"))
+        await page.wait_for_timeout(2000)  # the older answer has had every chance to arrive
+        await expect(page.locator("#yaml")).to_have_value(re.compile(r"\[\[composite_tools\]\]"))
+        await expect(page.locator("#yaml")).to_have_value(re.compile("from_form"))
