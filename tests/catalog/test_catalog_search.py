@@ -148,3 +148,19 @@ def test_synonyms_are_weighted_and_only_those_the_index_knows() -> None:
         "delet": SYNONYM_WEIGHT,
     }
     assert query_terms("forget it", frozenset({"forget"})) == {"forget": 1.0}
+
+
+def test_a_tool_matching_every_word_beats_one_matching_a_rare_word_alone() -> None:
+    tools = [
+        tool("browser__close_window", description="Close the browser window"),
+        tool("browser__close_tab", description="Close a browser tab"),
+        tool(
+            "gh__update_issue",
+            description="Update an issue: its title, body, labels or state (open or closed)",
+        ),
+        tool("gh__get_issue", description="Get an issue"),
+        tool("gh__list_issues", description="List issues"),
+        tool("gh__add_issue_comment", description="Comment on an issue"),
+    ]
+    # "close" names the browser tools (rarer, so worth more), but only update_issue has both words
+    assert ToolIndex(tools).search("close the issue")[0].name == "gh__update_issue"

@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.catalog.search_text import document_terms, query_terms
+from toolweave.catalog.search_text import document_terms, query_concepts
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
@@ -84,6 +84,10 @@ FIELD_LENGTH_NORMS: dict[str, float] = {
 shared by all its tools, so its length says nothing."""
 
 K1 = 1.2
+COVERAGE_POWER = 1.0
+"""A tool's score is multiplied by (the query's words it matches / the query's words the index
+knows) to this power: a tool that matches every word of a task beats one that matches one word
+many times (0 turns it off)."""
 MAX_ENUM_VALUES = 50
 MAX_SCHEMA_DEPTH = 4
 
@@ -204,12 +208,34 @@ class ToolIndex:
         return len(self.tools)
 
     def scores(self, query: str) -> dict[int, float]:
-        """Each matching tool's score (by position in `tools`)."""
+        """Each matching tool's score (by position in `tools`): its BM25F score over the query's
+        terms, times the share of the query's words it matches (`COVERAGE_POWER`)."""
+        concepts = [
+            {term: weight for term, weight in concept.items() if term in self.vocabulary}
+            for concept in query_concepts(query, self.vocabulary)
+        ]
+        concepts = [concept for concept in concepts if concept]
+        weights: dict[str, float] = {}
+        for concept in concepts:
+            for term, weight in concept.items():
+                weights[term] = max(weight, weights.get(term, 0.0))
         totals: dict[int, float] = defaultdict(float)
-        for term, weight in query_terms(query, self.vocabulary).items():
-            for index, contribution in self.postings.get(term, ()):
+        matched: dict[str, list[int]] = {}
+        for term, weight in weights.items():
+            entries = self.postings[term]
+            matched[term] = [index for index, _ in entries]
+            for index, contribution in entries:
                 totals[index] += weight * contribution
-        return totals
+        if not COVERAGE_POWER or len(concepts) < 2:
+            return totals
+        covered: dict[int, int] = defaultdict(int)
+        for concept in concepts:
+            for index in {index for term in concept for index in matched[term]}:
+                covered[index] += 1
+        return {
+            index: score * (covered[index] / len(concepts)) ** COVERAGE_POWER
+            for index, score in totals.items()
+        }
 
     def ranked(self, query: str) -> list[tuple[int, float]]:
         """(position, score) of every matching tool, best first; ties keep catalog order."""

@@ -117,26 +117,35 @@ def document_terms(text: str) -> list[str]:
 
 
 def query_terms(text: str, known: frozenset[str] | set[str]) -> dict[str, float]:
-    """A query's terms with their weights.
+    """A query's terms with their weights: its concepts' terms, each at its best weight."""
+    weights: dict[str, float] = {}
+    for concept in query_concepts(text, known):
+        for term, weight in concept.items():
+            weights[term] = max(weight, weights.get(term, 0.0))
+    return weights
+
+
+def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str, float]]:
+    """A query's words, each as the terms that stand for it, with their weights.
 
     A compound the index knows whole (`GitHub`) counts whole and not by its parts, so "GitHub"
     does not find HubSpot's tools by `hub`; a compound the index does not know whole counts by its
-    parts (`pullRequest` finds "pull request").
+    parts (`pullRequest` finds "pull request"). A word's synonyms the index knows join it at
+    `SYNONYM_WEIGHT`.
     """
-    weights: dict[str, float] = {}
+    words: list[str] = []
     for parts in compounds(text):
         whole = _term("".join(parts)) if len(parts) > 1 else None
         if whole and whole in known:
-            weights[whole] = 1.0
-            continue
-        for term in map(_term, parts):
-            if term:
-                weights[term] = 1.0
-    for term in list(weights):
-        for synonym in _synonyms().get(term, ()):
-            if synonym in known and synonym not in weights:
-                weights[synonym] = SYNONYM_WEIGHT
-    return weights
+            words.append(whole)
+        else:
+            words.extend(term for term in map(_term, parts) if term)
+    concepts: dict[str, dict[str, float]] = {}
+    for word in words:
+        if word not in concepts:
+            synonyms = _synonyms().get(word, frozenset()) & known
+            concepts[word] = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}
+    return list(concepts.values())
 
 
 @lru_cache(maxsize=1)
