@@ -6,7 +6,7 @@ import mcp_types as types
 
 from support.fakes import tool
 from toolweave.catalog.search import BackendText, SearchDocument, ToolIndex
-from toolweave.catalog.search_text import SYNONYM_WEIGHT, document_terms, query_terms
+from toolweave.catalog.search_text import SYNONYM_WEIGHT, document_terms, query_concepts, query_terms
 
 TIME = BackendText(name="time")
 GH = BackendText(name="gh", title="github-mcp-server")
@@ -164,3 +164,36 @@ def test_a_tool_matching_every_word_beats_one_matching_a_rare_word_alone() -> No
     ]
     # "close" names the browser tools (rarer, so worth more), but only update_issue has both words
     assert ToolIndex(tools).search("close the issue")[0].name == "gh__update_issue"
+
+
+PHRASE_TOOLS = [
+    tool("time__convert_time", description="Convert a time between timezones"),
+    tool("geo__elevation", description="Elevation of a point on the map"),
+    tool("geo__city_info", description="Population, area and timezone of a city"),
+    tool("metrics__list_events", description="List the events of a day"),
+    tool("metrics__count_events", description="Count the events of a day"),
+    tool("fs__read_file", description="Read a file"),
+    tool("web__read_page", description="Read a web page"),
+]
+
+
+def phrase_ranked(query: str) -> list[str]:
+    return [t.name for t in ToolIndex(PHRASE_TOOLS).search(query, 3)]
+
+
+def test_a_phrase_stands_for_what_it_asks() -> None:
+    assert phrase_ranked("how many events yesterday")[0] == "metrics__count_events"
+    assert phrase_ranked("how tall is the Matterhorn")[0] == "geo__elevation"
+
+
+def test_a_pattern_names_a_kind_of_thing() -> None:
+    # "9:00" is a time of day, "notes.txt" a file, "example.com" a web page
+    assert phrase_ranked("Berlin 9:00 in my city")[0] == "time__convert_time"
+    assert phrase_ranked("read notes.txt")[0] == "fs__read_file"
+    assert phrase_ranked("read example.com")[0] == "web__read_page"
+
+
+def test_phrases_join_the_query_as_words() -> None:
+    known = frozenset({"count", "number", "event", "pull", "request"})
+    assert query_concepts("how many events", known)[-1] == {"count": 1.0, "number": 1.0}
+    assert query_concepts("merge the PR", known)[-1] == {"pull": 1.0, "request": 1.0}

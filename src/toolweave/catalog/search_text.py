@@ -78,6 +78,44 @@ query word also finds its group's other words, at `SYNONYM_WEIGHT` (the word its
 Words only, never a catalog's own names: extend a tool's or a backend's `keywords` for those."""
 SYNONYM_WEIGHT = 0.5
 
+_FILE_TYPES = (
+    "txt|md|json|ya?ml|csv|pdf|png|jpe?g|gif|svg|py|js|ts|toml|ini|cfg|conf|log|html|xml|docx?|xlsx?|zip"
+)
+PHRASES: tuple[tuple[str, str], ...] = (
+    # phrases whose words say little alone, what they ask for
+    (r"\bhow (?:many|much)\b", "count number total"),
+    (r"\bhow much\b", "price cost"),
+    (r"\bhow far\b", "distance"),
+    (r"\bhow long\b", "time duration distance"),
+    (r"\bhow (?:high|tall)\b", "height elevation"),
+    (r"\bwhat time\b", "time current"),
+    (r"\b(?:right now|at the moment|currently)\b", "current"),
+    (r"\b(?:pull|merge) requests?\b", "pr"),
+    (r"\bprs?\b", "pull request"),
+    (r"\bmrs?\b", "merge request"),
+    (r"\bwork items?\b", "ticket issue task"),
+    (r"\b(?:sign|log) ?up\b", "register create account"),
+    (r"\b(?:sign|log) ?(?:in|on)\b", "login authenticate"),
+    (r"\blook ?up\b", "search find"),
+    (r"\bset ?up\b", "configure create install"),
+    (r"\bclean ?up\b", "delete remove"),
+    (r"\broll ?back\b", "rollback undo revert"),
+    (r"\bspin up\b", "create start"),
+    (r"\bshut ?down\b", "stop"),
+    # things a task names by example: a time of day, a date, a file, a web address, an email, money
+    (r"\b\d{1,2}(?::\d{2})? ?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", "time"),
+    (r"\b\d{4}-\d{2}-\d{2}\b|\b(?:yesterday|today|tomorrow)\b", "date"),
+    (rf"\b[\w-]+\.(?:{_FILE_TYPES})\b|(?:^|\s)\.(?:{_FILE_TYPES})\b", "file"),
+    (r"https?://|\bwww\.|\b[\w-]+\.(?:com|org|net|io|dev)\b", "url web page"),
+    (r"\b[\w.+-]+@[\w-]+\.[\w.]+\b", "email"),
+    (r"(?:^|\s)(?:~|\.{0,2})/[\w.-]+", "file path directory"),
+    (r"[$€£] ?\d|\b\d+(?:\.\d+)? ?(?:usd|eur|dollars?|euros?)\b", "price cost"),
+)
+"""What a phrase or a pattern in a query stands for (matched on the lower-cased query): "how many"
+asks for a count, "9:00" names a time, "report.txt" a file. Each adds its words as one more query
+word, at `PHRASE_WEIGHT`: these words are what the task means, not alternatives to a word it has."""
+PHRASE_WEIGHT = 1.0
+
 _stemmer = snowballstemmer.stemmer("english")
 
 
@@ -131,7 +169,7 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
     A compound the index knows whole (`GitHub`) counts whole and not by its parts, so "GitHub"
     does not find HubSpot's tools by `hub`; a compound the index does not know whole counts by its
     parts (`pullRequest` finds "pull request"). A word's synonyms the index knows join it at
-    `SYNONYM_WEIGHT`.
+    `SYNONYM_WEIGHT`. A phrase or pattern of `PHRASES` adds what it stands for as one more word.
     """
     words: list[str] = []
     for parts in compounds(text):
@@ -145,7 +183,19 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
         if word not in concepts:
             synonyms = _synonyms().get(word, frozenset()) & known
             concepts[word] = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}
+    lowered = text.lower()
+    for pattern, meaning in _phrases():
+        if pattern.search(lowered):
+            terms = [term for term in meaning if term in known and term not in concepts]
+            if terms:
+                concepts[" ".join(terms)] = dict.fromkeys(terms, PHRASE_WEIGHT)
     return list(concepts.values())
+
+
+@lru_cache(maxsize=1)
+def _phrases() -> list[tuple[re.Pattern[str], list[str]]]:
+    """`PHRASES` compiled, with the stems of what each stands for."""
+    return [(re.compile(pattern), [stem(word) for word in meaning.split()]) for pattern, meaning in PHRASES]
 
 
 @lru_cache(maxsize=1)
