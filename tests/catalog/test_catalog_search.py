@@ -197,3 +197,16 @@ def test_phrases_join_the_query_as_words() -> None:
     known = frozenset({"count", "number", "event", "pull", "request"})
     assert query_concepts("how many events", known)[-1] == {"count": 1.0, "number": 1.0}
     assert query_concepts("merge the PR", known)[-1] == {"pull": 1.0, "request": 1.0}
+
+
+def test_general_vocabulary_reaches_a_tools_words() -> None:
+    tools = [
+        tool("tracker__update_issue", description="Update an issue"),
+        tool("tracker__list_projects", description="List projects"),
+        tool("maps__directions", description="Directions between two places"),
+        tool("chat__send_message", description="Send a message to a channel"),
+    ]
+    index = ToolIndex(tools)
+    assert index.search("revise the bug ticket")[0].name == "tracker__update_issue"
+    assert index.search("my commute by car")[0].name == "maps__directions"
+    assert index.search("dm my teammate")[0].name == "chat__send_message"
