@@ -210,3 +210,14 @@ def test_general_vocabulary_reaches_a_tools_words() -> None:
     assert index.search("revise the bug ticket")[0].name == "tracker__update_issue"
     assert index.search("my commute by car")[0].name == "maps__directions"
     assert index.search("dm my teammate")[0].name == "chat__send_message"
+
+
+def test_a_word_in_the_name_counts_over_twice_one_in_a_description() -> None:
+    tools = [
+        tool("db__backup", description="Back up a database"),
+        tool("db__restore", description="Restore a database from a backup"),
+        tool("db__list", description="List databases"),
+        tool("db__drop", description="Drop a database"),
+    ]
+    scores = ToolIndex(tools).scores("backup")
+    assert scores[0] > 2 * scores[1]
