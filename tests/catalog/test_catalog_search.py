@@ -221,3 +221,22 @@ def test_a_word_in_the_name_counts_over_twice_one_in_a_description() -> None:
     ]
     scores = ToolIndex(tools).scores("backup")
     assert scores[0] > 2 * scores[1]
+
+
+def test_a_tool_of_the_service_the_query_names_comes_first() -> None:
+    docs = [
+        SearchDocument(
+            tool("azdo__list_pull_requests", description="List the pull requests of a repository"), AZDO
+        ),
+        SearchDocument(tool("azdo__get_repository", description="Get a repository"), AZDO),
+        SearchDocument(
+            tool("gh__pull_requests", description="Pull requests of a repository, open or closed"), GH
+        ),
+        SearchDocument(tool("gh__get_file", description="Get a file from a repository"), GH),
+    ]
+    index = ToolIndex(docs)
+    assert index.search("list the pull requests on github")[0].name == "gh__pull_requests"
+    assert index.search("list the pull requests")[0].name == "azdo__list_pull_requests"
+    # DevOps is one name: "dev" names no backend; a word every backend has ("server") names none
+    assert {"github", "azur", "devop"} <= index.services.keys()
+    assert not {"dev", "op", "server", "mcp"} & index.services.keys()

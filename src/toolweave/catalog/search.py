@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.catalog.search_text import document_terms, query_concepts
+from toolweave.catalog.search_text import document_terms, name_terms, query_concepts
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
@@ -90,6 +90,10 @@ COVERAGE_POWER = 1.0
 """A tool's score is multiplied by (the query's words it matches / the query's words the index
 knows) to this power: a tool that matches every word of a task beats one that matches one word
 many times (0 turns it off)."""
+SERVICE_MISS = 0.5
+"""When a query names a backend ("on GitHub", "in Slack"), the score of every tool of the others is
+multiplied by this: a tool of the named service comes first unless another matches far better."""
+SERVICE_SHARE = 0.8
 MAX_ENUM_VALUES = 50
 MAX_SCHEMA_DEPTH = 4
 
@@ -205,13 +209,15 @@ class ToolIndex:
         field_terms = [{name: document_terms(text) for name, text in doc.fields().items()} for doc in docs]
         self.postings = _postings(field_terms)
         self.vocabulary = frozenset(self.postings)
+        self.services = _services(docs, self.postings)
 
     def __len__(self) -> int:
         return len(self.tools)
 
     def scores(self, query: str) -> dict[int, float]:
         """Each matching tool's score (by position in `tools`): its BM25F score over the query's
-        terms, times the share of the query's words it matches (`COVERAGE_POWER`)."""
+        terms, times `SERVICE_MISS` if the query names backends and not the tool's, times the share
+        of the query's words it matches (`COVERAGE_POWER`)."""
         concepts = [
             {term: weight for term, weight in concept.items() if term in self.vocabulary}
             for concept in query_concepts(query, self.vocabulary)
@@ -228,6 +234,13 @@ class ToolIndex:
             matched[term] = [index for index, _ in entries]
             for index, contribution in entries:
                 totals[index] += weight * contribution
+        named = [
+            self.services[term] for term, weight in weights.items() if weight == 1.0 and term in self.services
+        ]
+        if named:
+            inside = set().union(*named)
+            for index in totals.keys() - inside:
+                totals[index] *= SERVICE_MISS
         if not COVERAGE_POWER or len(concepts) < 2:
             return totals
         covered: dict[int, int] = defaultdict(int)
@@ -245,6 +258,26 @@ class ToolIndex:
 
     def search(self, query: str, limit: int = 10) -> list[types.Tool]:
         return [self.tools[index] for index, _ in self.ranked(query)[:limit]]
+
+
+def _services(docs: Sequence[SearchDocument], postings: Mapping[str, Sequence[Any]]) -> dict[str, set[int]]:
+    """term -> the tools of the backends it names. A term names backends when it is a word of
+    their name or of their server's name and title, mostly found there (in `SERVICE_SHARE` of the
+    tools that have it anywhere), and names at most half the backends ("server" names none)."""
+    tools: dict[str, set[int]] = defaultdict(set)
+    backends: dict[str, set[str]] = defaultdict(set)
+    for index, doc in enumerate(docs):
+        for term in name_terms(f"{doc.backend.name} {doc.backend.title}"):
+            tools[term].add(index)
+            backends[term].add(doc.backend.name)
+    count = len({doc.backend.name for doc in docs})
+    return {
+        term: named
+        for term, named in tools.items()
+        if term in postings
+        and len(named) >= SERVICE_SHARE * len(postings[term])
+        and len(backends[term]) <= count / 2
+    }
 
 
 def _postings(field_terms: Sequence[dict[str, list[str]]]) -> dict[str, list[tuple[int, float]]]:

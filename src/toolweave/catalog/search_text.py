@@ -216,6 +216,19 @@ def document_terms(text: str) -> list[str]:
     return terms
 
 
+def name_terms(text: str) -> set[str]:
+    """The terms that name something (a backend, a server): words split at `-`, `_`, `.` and `/`
+    but not in their case, since `DevOps` or `GitHub` is one name; and each compound whole."""
+    terms: set[str] = set()
+    for match in _COMPOUND.finditer(text):
+        chunks = [chunk.lower() for chunk in re.split(r"[_\-.'/]", match.group()) if chunk]
+        for word in chunks + (["".join(chunks)] if len(chunks) > 1 else []):
+            term = _term(word)
+            if term:
+                terms.add(term)
+    return terms
+
+
 def query_terms(text: str, known: frozenset[str] | set[str]) -> dict[str, float]:
     """A query's terms with their weights: its concepts' terms, each at its best weight."""
     weights: dict[str, float] = {}
