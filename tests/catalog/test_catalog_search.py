@@ -240,3 +240,18 @@ def test_a_tool_of_the_service_the_query_names_comes_first() -> None:
     # DevOps is one name: "dev" names no backend; a word every backend has ("server") names none
     assert {"github", "azur", "devop"} <= index.services.keys()
     assert not {"dev", "op", "server", "mcp"} & index.services.keys()
+
+
+def test_question_words_and_tracker_words_stand_for_what_they_ask() -> None:
+    tools = [
+        tool("boards__create_work_item", description="Create a work item"),
+        tool("boards__create_sprint", description="Create a sprint"),
+        tool("repo__commit_files", description="The files of each commit"),
+        tool("repo__commit_authors", description="The author of each commit"),
+        tool("geo__office_staff", description="The staff of an office"),
+        tool("geo__office_location", description="The location of an office"),
+    ]
+    index = ToolIndex(tools)  # each expected tool comes after its twin: catalog order breaks ties
+    assert index.search("open a bug ticket")[0].name == "boards__create_work_item"
+    assert index.search("who made this commit")[0].name == "repo__commit_authors"
+    assert index.search("where is the Paris office")[0].name == "geo__office_location"

@@ -156,6 +156,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bprs?\b", "pull request"),
     (r"\bmrs?\b", "merge request"),
     (r"\bwork items?\b", "ticket issue task"),
+    # question words ask for a kind of thing
+    (r"\bwhen\b", "time date"),
+    (r"\bwho\b", "user author"),
+    (r"\bwhere\b", "location place path"),
+    (r"\b(?:tickets?|bugs?|issues?|tasks?|stor(?:y|ies)|epics?)\b", "work item"),
     (r"\b(?:sign|log) ?up\b", "register create account"),
     (r"\b(?:sign|log) ?(?:in|on)\b", "login authenticate"),
     (r"\blook ?up\b", "search find"),
