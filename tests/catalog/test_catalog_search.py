@@ -255,3 +255,14 @@ def test_question_words_and_tracker_words_stand_for_what_they_ask() -> None:
     assert index.search("open a bug ticket")[0].name == "boards__create_work_item"
     assert index.search("who made this commit")[0].name == "repo__commit_authors"
     assert index.search("where is the Paris office")[0].name == "geo__office_location"
+
+
+def test_words_side_by_side_in_a_name_count_more() -> None:
+    tools = [
+        tool("iam__list_access_requests", description="List the access requests waiting for approval"),
+        tool("iam__request_access", description="Request access to a project"),
+        tool("iam__list_projects", description="List projects"),
+    ]
+    index = ToolIndex(tools)
+    assert index.search("access requests")[0].name == "iam__list_access_requests"
+    assert index.search("request access")[0].name == "iam__request_access"

@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.catalog.search_text import document_terms, name_terms, query_concepts
+from toolweave.catalog.search_text import document_terms, name_terms, query_concepts, word_pairs
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
@@ -67,6 +67,7 @@ FIELD_WEIGHTS: dict[str, float] = {
     "parameters": 0.6,
     "parameter_text": 0.3,
     "backend": 0.5,
+    "name_pairs": 0.5,
 }
 """How much a term found in each field counts, relative to the description (tuned on the bench's
 development queries: `python -m bench.search`)."""
@@ -79,6 +80,7 @@ FIELD_LENGTH_NORMS: dict[str, float] = {
     "parameters": 0.5,
     "parameter_text": 0.75,
     "backend": 0.0,
+    "name_pairs": 0.3,
 }
 """BM25's `b` per field: long descriptions should not win by repeating words; a backend's text is
 shared by all its tools, so its length says nothing."""
@@ -206,7 +208,13 @@ class ToolIndex:
         docs = [doc if isinstance(doc, SearchDocument) else SearchDocument(doc) for doc in documents]
         self.documents = docs
         self.tools = [doc.tool for doc in docs]
-        field_terms = [{name: document_terms(text) for name, text in doc.fields().items()} for doc in docs]
+        field_terms = [
+            {
+                **{name: document_terms(text) for name, text in doc.fields().items()},
+                "name_pairs": word_pairs(doc.tool.name),
+            }
+            for doc in docs
+        ]
         self.postings = _postings(field_terms)
         self.vocabulary = frozenset(self.postings)
         self.services = _services(docs, self.postings)
@@ -227,6 +235,9 @@ class ToolIndex:
         for concept in concepts:
             for term, weight in concept.items():
                 weights[term] = max(weight, weights.get(term, 0.0))
+        for pair in word_pairs(query):  # one more term, not one more word for the coverage
+            if pair in self.vocabulary:
+                weights[pair] = 1.0
         totals: dict[int, float] = defaultdict(float)
         matched: dict[str, list[int]] = {}
         for term, weight in weights.items():

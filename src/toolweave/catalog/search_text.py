@@ -9,6 +9,7 @@ BM25 they supply much of a wrong tool's score.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from functools import lru_cache
@@ -232,6 +233,14 @@ def name_terms(text: str) -> set[str]:
             if term:
                 terms.add(term)
     return terms
+
+
+def word_pairs(text: str) -> list[str]:
+    """Each two neighbouring terms of `text` as one term (`pull+request`), function words left out:
+    a tool named `get_pull_request` is found by "pull request" more than by "pull" and "request"
+    wherever they stand."""
+    words = [term for parts in compounds(text) for term in map(_term, parts) if term]
+    return [f"{first}+{second}" for first, second in itertools.pairwise(words)]
 
 
 def query_terms(text: str, known: frozenset[str] | set[str]) -> dict[str, float]:
