@@ -266,3 +266,9 @@ def test_words_side_by_side_in_a_name_count_more() -> None:
     index = ToolIndex(tools)
     assert index.search("access requests")[0].name == "iam__list_access_requests"
     assert index.search("request access")[0].name == "iam__request_access"
+
+
+def test_a_phrasal_verb_counts_in_any_tense() -> None:
+    known = frozenset({"regist", "creat", "account", "user"})
+    for query in ("users who sign up", "users who signed up", "users signing up"):
+        assert {"regist": 1.0, "creat": 1.0, "account": 1.0} in query_concepts(query, known)
