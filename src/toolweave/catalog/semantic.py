@@ -4,9 +4,11 @@ Some tasks share no word with the tool that does them ("how long from our office
 is a distance-matrix tool). An embeddings model places both near each other; any OpenAI-compatible
 `/v1/embeddings` endpoint serves one (OpenAI, Ollama, vLLM, TEI, ...).
 
-Tool vectors are computed in the background once per catalog change, only for tool texts not seen
-before (keyed by a hash of model and text), and kept in a `VectorStore` (the database when served),
-so a restart embeds nothing again. A query costs one embedding request, bounded by the configured
+A tool has two vectors, of two texts (`document_texts`): everything that describes it, and its name
+with its description's first sentence; its similarity to a task is the mean of theirs. They are
+computed in the background once per catalog change, only for tool texts not seen before (keyed by a
+hash of model and text), and kept in a `VectorStore` (the database when served), so a restart
+embeds nothing again. A query costs one embedding request, bounded by the configured
 timeout; the endpoint down, or vectors not ready yet, means lexical results and a warning, never a
 failed search. The two rankings are fused by their scores, each scaled to 0..1 over its best
 `FUSION_DEPTH` tools, and added with the configured weight (`fuse`).
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -37,6 +40,8 @@ logger = logging.getLogger("toolweave.search")
 FUSION_DEPTH = 100
 """How many of each ranking's best take part in the fusion."""
 MAX_DOCUMENT_CHARS = 1500
+MAX_PURPOSE_CHARS = 300
+_FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)", re.S)
 BATCH_TIMEOUT_S = 300.0
 """One background batch of tool texts may take this long (a CPU-bound local model on a busy host)."""
 RETRY_DELAYS_S = (5.0, 30.0, 120.0)
@@ -69,15 +74,37 @@ class EmbeddingError(Exception):
     """The endpoint failed or answered something that is not embeddings; the message says which."""
 
 
+def _name_words(name: str) -> str:
+    return name.replace("__", " ").replace("_", " ").replace("-", " ")
+
+
 def document_text(document: SearchDocument) -> str:
-    """What a tool's vector is computed from: its name as words, backend, description, parameters."""
+    """Everything that describes a tool: its name as words, backend, description, parameters."""
     tool = document.tool
-    name = tool.name.replace("__", " ").replace("_", " ").replace("-", " ")
+    name = _name_words(tool.name)
     parameters = " ".join((tool.input_schema or {}).get("properties", {}) or {})
     backend = " ".join(filter(None, [document.backend.title, document.backend.description]))
     keywords = ", ".join(document.keywords)
     text = f"{name} ({backend}): {tool.description or tool.title or ''} Parameters: {parameters}. {keywords}"
     return text[:MAX_DOCUMENT_CHARS]
+
+
+def purpose_text(document: SearchDocument) -> str:
+    """What a tool is for, in short: its name as words and its description's first sentence."""
+    text = (document.tool.description or document.tool.title or "").strip()
+    match = _FIRST_SENTENCE.match(text)
+    first = (match.group(1) if match else text)[:MAX_PURPOSE_CHARS]
+    return f"{_name_words(document.tool.name)}: {first}"
+
+
+def document_texts(document: SearchDocument) -> tuple[str, ...]:
+    """The texts a tool's vectors are computed from; its similarity to a task is the mean of theirs.
+
+    The whole text alone lets a long description's details (parameters, caveats, examples) pull its
+    vector away from what the tool is for; the short one keeps that (bench, meaning alone, R@5 dev
+    0.868 -> 0.893, held-out 0.557 -> 0.588).
+    """
+    return (document_text(document), purpose_text(document))
 
 
 def text_key(model: str, text: str) -> str:
@@ -122,7 +149,8 @@ class SemanticRanker:
         self.last_error: str | None = None
         self._vectors: dict[str, Any] = {}
         self._index: ToolIndex | None = None
-        self._keys: list[str] = []
+        self._keys: list[tuple[str, ...]] = []
+        """Per tool of the index: the keys of its texts' vectors."""
         self._matrix: Any = None
         self._rows: list[int] = []
         self._task: asyncio.Task[None] | None = None
@@ -133,7 +161,8 @@ class SemanticRanker:
     def refresh(self, index: ToolIndex) -> None:
         """Start computing the vectors `index` lacks (in the background); cancels an older refresh."""
         self._index = index
-        self._keys = [text_key(self.config.model, document_text(doc)) for doc in index.documents]
+        model = self.config.model
+        self._keys = [tuple(text_key(model, text) for text in document_texts(doc)) for doc in index.documents]
         self._matrix = None
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -145,7 +174,7 @@ class SemanticRanker:
     @property
     def ready(self) -> bool:
         """Every tool of the current index has its vector."""
-        return bool(self._keys) and all(key in self._vectors for key in self._keys)
+        return bool(self._keys) and all(key in self._vectors for keys in self._keys for key in keys)
 
     async def wait_ready(self, timeout: float) -> bool:
         """For tests and benches: wait until the current index's vectors are all there."""
@@ -154,9 +183,13 @@ class SemanticRanker:
             await asyncio.sleep(0.05)
         return self.ready
 
-    async def _fill(self, index: ToolIndex, keys: list[str]) -> None:
-        texts = {key: document_text(doc) for key, doc in zip(keys, index.documents, strict=True)}
-        missing = [key for key in dict.fromkeys(keys) if key not in self._vectors]
+    async def _fill(self, index: ToolIndex, keys: list[tuple[str, ...]]) -> None:
+        texts = {
+            key: text
+            for tool_keys, doc in zip(keys, index.documents, strict=True)
+            for key, text in zip(tool_keys, document_texts(doc), strict=True)
+        }
+        missing = [key for key in texts if key not in self._vectors]
         if not missing:
             return
         for key, raw in (await self.store.load(self.config.model, missing)).items():
@@ -210,12 +243,15 @@ class SemanticRanker:
         return [(rows[i], float(similarities[i])) for i in best], None
 
     def _current_matrix(self) -> tuple[Any, list[int]]:
-        """The unit vectors of the index's tools that have one (rebuilt as more arrive)."""
-        rows = [row for row, key in enumerate(self._keys) if key in self._vectors]
+        """A row per tool whose vectors are all there (rebuilt as more arrive): the mean of its texts'
+        unit vectors, so a query's similarity to it is the mean of its similarities to them."""
+        rows = [row for row, keys in enumerate(self._keys) if all(key in self._vectors for key in keys)]
         if not rows:
             return None, []
         if self._matrix is None or len(rows) != len(self._rows):
-            self._matrix = np.vstack([self._vectors[self._keys[row]] for row in rows])
+            self._matrix = np.vstack(
+                [np.mean([self._vectors[key] for key in self._keys[row]], axis=0) for row in rows]
+            )
             self._rows = rows
         return self._matrix, self._rows
 
