@@ -19,7 +19,7 @@ from support.fixtures import OpenGateway
 from support.processes import free_port, wait_for_port
 from support.results import text
 from toolweave.catalog.search import SearchDocument, ToolIndex
-from toolweave.catalog.semantic import MemoryVectorStore, SemanticRanker, document_texts, fuse
+from toolweave.catalog.semantic import MemoryVectorStore, SemanticRanker, document_texts, fuse, query_text
 from toolweave.config import ConfigError, parse_config
 from toolweave.config.models import EmbeddingsConfig
 from toolweave.store import Database, SqlVectorStore
@@ -113,22 +113,29 @@ async def test_no_vectors_yet_means_lexical_results_and_says_why(open_gateway: O
     assert "(note: meaning-based ranking unavailable (tool vectors not computed" in answer
 
 
-async def test_a_tool_is_embedded_whole_and_by_its_purpose_and_scored_by_their_mean(
+async def test_a_tool_is_embedded_whole_and_by_its_purpose_in_a_centred_catalog(
     embeddings_url: str,
 ) -> None:
     """Two vectors a tool: everything that describes it, and its name with its description's first
-    sentence; a task's similarity to the tool is the mean of its similarities to the two."""
-    tool = types.Tool(
-        name="maps__distance_matrix",
-        description="Travel distance and time between origins and destinations. Accepts addresses "
-        "or coordinates; mode is driving, walking, bicycling or transit; units are metric or imperial.",
-        input_schema={"type": "object", "properties": {"origins": {}, "destinations": {}, "mode": {}}},
-    )
-    other = types.Tool(name="notes__add_note", description="Add a note to a notebook.", input_schema={})
-    index = ToolIndex([SearchDocument(tool), SearchDocument(other)])
+    sentence; a tool's row is their mean, less the catalog's mean row, at unit length; a task's
+    vector is less the mean of the tools' names embedded as queries."""
+    tools = [
+        types.Tool(
+            name="maps__distance_matrix",
+            description="Travel distance and time between origins and destinations. Accepts addresses "
+            "or coordinates; mode is driving, walking, bicycling or transit; units are metric or imperial.",
+            input_schema={"type": "object", "properties": {"origins": {}, "destinations": {}, "mode": {}}},
+        ),
+        types.Tool(name="notes__add_note", description="Add a note to a notebook.", input_schema={}),
+        types.Tool(
+            name="time__get_current_time", description="The time now in a time zone.", input_schema={}
+        ),
+    ]
+    index = ToolIndex([SearchDocument(tool) for tool in tools])
     whole, purpose = document_texts(index.documents[0])
     assert purpose == "maps distance matrix: Travel distance and time between origins and destinations."
     assert whole.startswith("maps distance matrix") and "imperial" in whole and "Parameters: origins" in whole
+    assert query_text(index.documents[0]) == "maps distance matrix"
 
     config = EmbeddingsConfig(
         url=embeddings_url,
@@ -141,14 +148,24 @@ async def test_a_tool_is_embedded_whole_and_by_its_purpose_and_scored_by_their_m
     ranker = SemanticRanker(config, store)
     ranker.refresh(index)
     assert await ranker.wait_ready(READY_S)
-    assert len(await store.load("e5-small", list(ranker._keys[0]))) == 2  # both stored
+    assert len(await store.load("e5-small", list(ranker._keys[0]))) == 3  # all stored
     task = "how long does it take to drive to the airport"
     ranking, warning = await ranker.rank(task, index)
     assert warning is None and ranking[0][0] == 0
+
+    def unit(vectors: Any) -> Any:
+        vectors = np.asarray(vectors)
+        return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+
+    rows = []
+    for document in index.documents:
+        rows.append(
+            unit(await ranker._embed(list(document_texts(document)), config.document_fields)).mean(axis=0)
+        )
+    names = unit(await ranker._embed([query_text(d) for d in index.documents], config.query_fields))
     (query,) = await ranker._embed([task], config.query_fields)
-    vectors = await ranker._embed([whole, purpose], config.document_fields)
-    cosines = [float(query @ v) / float(np.linalg.norm(query) * np.linalg.norm(v)) for v in vectors]
-    assert ranking[0][1] == pytest.approx(sum(cosines) / 2, abs=1e-4)
+    expected = unit(np.array(rows) - np.mean(rows, axis=0)) @ (unit(query) - names.mean(axis=0))
+    assert [score for _, score in sorted(ranking)] == pytest.approx(list(expected), abs=1e-4)
     await ranker.close()
 
 

@@ -5,10 +5,12 @@ is a distance-matrix tool). An embeddings model places both near each other; any
 `/v1/embeddings` endpoint serves one (OpenAI, Ollama, vLLM, TEI, ...).
 
 A tool has two vectors, of two texts (`document_texts`): everything that describes it, and its name
-with its description's first sentence; its similarity to a task is the mean of theirs. They are
-computed in the background once per catalog change, only for tool texts not seen before (keyed by a
-hash of model and text), and kept in a `VectorStore` (the database when served), so a restart
-embeds nothing again. A query costs one embedding request, bounded by the configured
+with its description's first sentence; its similarity to a task is the mean of theirs. The catalog
+is centred (`_current_matrix`): the tools' mean is taken from each tool, and the mean of the tools'
+names embedded as queries from each task, so what every tool or every task shares does not count.
+Vectors are computed in the background once per catalog change, only for texts not seen before
+(keyed by a hash of model and text), and kept in a `VectorStore` (the database when served), so a
+restart embeds nothing again. A query costs one embedding request, bounded by the configured
 timeout; the endpoint down, or vectors not ready yet, means lexical results and a warning, never a
 failed search. The two rankings are fused by their scores, each scaled to 0..1 over its best
 `FUSION_DEPTH` tools, and added with the configured weight (`fuse`).
@@ -107,8 +109,22 @@ def document_texts(document: SearchDocument) -> tuple[str, ...]:
     return (document_text(document), purpose_text(document))
 
 
-def text_key(model: str, text: str) -> str:
-    return hashlib.sha256(f"{model}\n{text}".encode()).hexdigest()[:40]
+def query_text(document: SearchDocument) -> str:
+    """A tool's name as words, embedded as a task would be: the mean of these over the catalog is
+    what tasks put to it have in common (`SemanticRanker._current_matrix`)."""
+    return _name_words(document.tool.name)
+
+
+def text_key(model: str, text: str, as_query: bool = False) -> str:
+    """A vector's key in the store: model and text (a text embedded as a query is another vector)."""
+    kind = "query\n" if as_query else ""
+    return hashlib.sha256(f"{model}\n{kind}{text}".encode()).hexdigest()[:40]
+
+
+def _tool_texts(model: str, document: SearchDocument) -> list[tuple[str, str, bool]]:
+    """(key, text, embedded as a query) of each of a tool's vectors: its texts, then its query text."""
+    texts = [(text, False) for text in document_texts(document)] + [(query_text(document), True)]
+    return [(text_key(model, text, as_query), text, as_query) for text, as_query in texts]
 
 
 Ranking = Sequence[tuple[int, float]]
@@ -150,7 +166,8 @@ class SemanticRanker:
         self._vectors: dict[str, Any] = {}
         self._index: ToolIndex | None = None
         self._keys: list[tuple[str, ...]] = []
-        """Per tool of the index: the keys of its texts' vectors."""
+        """Per tool of the index: the keys of its texts' vectors, its query text's last."""
+        self._center: Any = None
         self._matrix: Any = None
         self._rows: list[int] = []
         self._task: asyncio.Task[None] | None = None
@@ -162,7 +179,7 @@ class SemanticRanker:
         """Start computing the vectors `index` lacks (in the background); cancels an older refresh."""
         self._index = index
         model = self.config.model
-        self._keys = [tuple(text_key(model, text) for text in document_texts(doc)) for doc in index.documents]
+        self._keys = [tuple(key for key, _, _ in _tool_texts(model, doc)) for doc in index.documents]
         self._matrix = None
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -185,9 +202,9 @@ class SemanticRanker:
 
     async def _fill(self, index: ToolIndex, keys: list[tuple[str, ...]]) -> None:
         texts = {
-            key: text
-            for tool_keys, doc in zip(keys, index.documents, strict=True)
-            for key, text in zip(tool_keys, document_texts(doc), strict=True)
+            key: (text, as_query)
+            for doc in index.documents
+            for key, text, as_query in _tool_texts(self.config.model, doc)
         }
         missing = [key for key in texts if key not in self._vectors]
         if not missing:
@@ -208,15 +225,22 @@ class SemanticRanker:
                 await asyncio.sleep(delay)
                 missing = [key for key in missing if key not in self._vectors]
 
-    async def _embed_missing(self, missing: list[str], texts: Mapping[str, str]) -> None:
+    async def _embed_missing(self, missing: list[str], texts: Mapping[str, tuple[str, bool]]) -> None:
         size = self.config.batch_size
-        for start in range(0, len(missing), size):
-            batch = missing[start : start + size]
-            vectors = await self._embed([texts[key] for key in batch], self.config.document_fields)
-            fresh = {key: _unit(vector) for key, vector in zip(batch, vectors, strict=True)}
-            # stored before they count as ready: a gateway stopped once `ready` loses none of them
-            await self.store.save(self.config.model, {key: v.tobytes() for key, v in fresh.items()})
-            self._vectors.update(fresh)
+        for as_query in (False, True):
+            keys = [key for key in missing if texts[key][1] is as_query]
+            for start in range(0, len(keys), size):
+                await self._embed_batch(keys[start : start + size], texts, as_query)
+
+    async def _embed_batch(
+        self, batch: list[str], texts: Mapping[str, tuple[str, bool]], as_query: bool
+    ) -> None:
+        fields = self.config.query_fields if as_query else self.config.document_fields
+        vectors = await self._embed([texts[key][0] for key in batch], fields)
+        fresh = {key: _unit(vector) for key, vector in zip(batch, vectors, strict=True)}
+        # stored before they count as ready: a gateway stopped once `ready` loses none of them
+        await self.store.save(self.config.model, {key: v.tobytes() for key, v in fresh.items()})
+        self._vectors.update(fresh)
 
     # -- the call path ----------------------------------------------------
 
@@ -238,20 +262,33 @@ class SemanticRanker:
             )
         except EmbeddingError as error:
             return [], f"meaning-based ranking unavailable ({error}); lexical results"
-        similarities = matrix @ _unit(vector)
+        similarities = matrix @ (_unit(vector) - self._center)
         best = np.argsort(-similarities)[:FUSION_DEPTH]
         return [(rows[i], float(similarities[i])) for i in best], None
 
     def _current_matrix(self) -> tuple[Any, list[int]]:
-        """A row per tool whose vectors are all there (rebuilt as more arrive): the mean of its texts'
-        unit vectors, so a query's similarity to it is the mean of its similarities to them."""
+        """A row per tool whose vectors are all there (rebuilt as more arrive), and the centre taken
+        from a task's vector (`_center`).
+
+        A row is the mean of the tool's texts' unit vectors (so a task's similarity to it is the mean
+        of its similarities to them), less the mean row, scaled to unit length; the centre is the mean
+        of the tools' names embedded as queries. Without them, the direction every tool shares, and
+        the one every task shares, favour the tools most like all the others, whatever the task
+        (bench, meaning alone, R@5 dev 0.893 -> 0.901, held-out 0.588 -> 0.634).
+        """
         rows = [row for row, keys in enumerate(self._keys) if all(key in self._vectors for key in keys)]
         if not rows:
             return None, []
         if self._matrix is None or len(rows) != len(self._rows):
-            self._matrix = np.vstack(
-                [np.mean([self._vectors[key] for key in self._keys[row]], axis=0) for row in rows]
+            tools = np.vstack(
+                [np.mean([self._vectors[key] for key in self._keys[row][:-1]], axis=0) for row in rows]
             )
+            names = np.vstack([self._vectors[self._keys[row][-1]] for row in rows])
+            if len(rows) > 1:
+                tools = tools - tools.mean(axis=0)
+            norms = np.linalg.norm(tools, axis=1, keepdims=True)
+            self._matrix = (tools / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+            self._center = names.mean(axis=0).astype(np.float32)
             self._rows = rows
         return self._matrix, self._rows
 
