@@ -6,7 +6,13 @@ import mcp_types as types
 
 from support.fakes import tool
 from toolweave.catalog.search import BackendText, SearchDocument, ToolIndex
-from toolweave.catalog.search_text import SYNONYM_WEIGHT, document_terms, query_concepts, query_terms
+from toolweave.catalog.search_text import (
+    SYNONYM_WEIGHT,
+    document_terms,
+    query_concepts,
+    query_intent,
+    query_terms,
+)
 
 TIME = BackendText(name="time")
 GH = BackendText(name="gh", title="github-mcp-server")
@@ -272,3 +278,17 @@ def test_a_phrasal_verb_counts_in_any_tense() -> None:
     known = frozenset({"regist", "creat", "account", "user"})
     for query in ("users who sign up", "users who signed up", "users signing up"):
         assert {"regist": 1.0, "creat": 1.0, "account": 1.0} in query_concepts(query, known)
+
+
+def test_a_question_prefers_a_tool_that_reads_and_a_request_one_that_changes() -> None:
+    reads = tool("db__table_rows", description="Rows of a table", read_only=True)
+    changes = tool("db__table_rows_write", description="Rows of a table", read_only=False)
+    silent = tool("db__table", description="A table")
+    for tools in ([reads, changes, silent], [changes, reads, silent]):
+        index = ToolIndex(tools)  # the same words: what the task asks for decides, not the order
+        assert index.search("which rows are in the orders table?")[0].name == "db__table_rows"
+        assert index.search("please delete rows of the orders table")[0].name == "db__table_rows_write"
+    assert query_intent("What changed") == "read"
+    assert query_intent("rows of a table?") == "read"
+    assert query_intent("I want to remove the rows") == "change"
+    assert query_intent("rows of a table") is None

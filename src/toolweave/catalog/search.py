@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.catalog.search_text import document_terms, name_terms, query_concepts, word_pairs
+from toolweave.catalog.search_text import document_terms, name_terms, query_concepts, query_intent, word_pairs
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
@@ -96,6 +96,10 @@ SERVICE_MISS = 0.5
 """When a query names a backend ("on GitHub", "in Slack"), the score of every tool of the others is
 multiplied by this: a tool of the named service comes first unless another matches far better."""
 SERVICE_SHARE = 0.8
+INTENT_MISS = 0.5
+"""A question ("which ...", "is ...?") and a tool that says it changes things (`readOnlyHint` false),
+or a request to change something ("create ...", "delete ...") and a tool that says it only reads:
+the tool's score is multiplied by this. A tool that says nothing keeps its score."""
 MAX_ENUM_VALUES = 50
 MAX_SCHEMA_DEPTH = 4
 
@@ -252,6 +256,13 @@ class ToolIndex:
             inside = set().union(*named)
             for index in totals.keys() - inside:
                 totals[index] *= SERVICE_MISS
+        intent = query_intent(query)
+        if intent:
+            for index in totals:
+                annotations = self.tools[index].annotations
+                read_only = annotations.read_only_hint if annotations else None
+                if read_only is not None and read_only != (intent == "read"):
+                    totals[index] *= INTENT_MISS
         if not COVERAGE_POWER or len(concepts) < 2:
             return totals
         covered: dict[int, int] = defaultdict(int)

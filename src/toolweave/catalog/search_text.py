@@ -236,6 +236,34 @@ def name_terms(text: str) -> set[str]:
     return terms
 
 
+QUESTION_WORDS = frozenset(
+    "what which who whom whose where when how is are was were did does do has have had".split()  # noqa: SIM905
+)
+"""A query that starts with one of these asks to know something (`query_intent` "read")."""
+CHANGE_VERBS = frozenset(
+    """
+    create add make new delete remove erase update change edit modify set write save send post move
+    rename merge close reopen cancel stop start restart run execute trigger deploy upload push commit
+    approve reject assign invite install uninstall drop insert publish reply comment archive restore
+    reset revert scale apply tag label rollback kill terminate submit schedule book share forget
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+"""A query whose first word that is not a function word is one of these asks to change something
+(`query_intent` "change")."""
+
+
+def query_intent(text: str) -> str | None:
+    """ "read" for a question (it starts with a question word, or ends with "?"), "change" for a
+    request that starts with a verb that changes something, else None."""
+    words = [part for parts in compounds(text) for part in parts]
+    if not words:
+        return None
+    if words[0] in QUESTION_WORDS or text.rstrip().endswith("?"):
+        return "read"
+    first = next((word for word in words if word not in STOP_WORDS), None)
+    return "change" if first in CHANGE_VERBS else None
+
+
 def word_pairs(text: str) -> list[str]:
     """Each two neighbouring terms of `text` as one term (`pull+request`), function words left out:
     a tool named `get_pull_request` is found by "pull request" more than by "pull" and "request"
