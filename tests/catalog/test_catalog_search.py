@@ -292,3 +292,8 @@ def test_a_question_prefers_a_tool_that_reads_and_a_request_one_that_changes() -
     assert query_intent("rows of a table?") == "read"
     assert query_intent("I want to remove the rows") == "change"
     assert query_intent("rows of a table") is None
+
+
+def test_do_and_have_start_requests_as_well_as_questions() -> None:
+    assert query_intent("do a backup of the orders table") is None
+    assert query_intent("does the orders table exist") == "read"

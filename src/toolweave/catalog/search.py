@@ -228,8 +228,9 @@ class ToolIndex:
 
     def scores(self, query: str) -> dict[int, float]:
         """Each matching tool's score (by position in `tools`): its BM25F score over the query's
-        terms, times `SERVICE_MISS` if the query names backends and not the tool's, times the share
-        of the query's words it matches (`COVERAGE_POWER`)."""
+        terms, times `SERVICE_MISS` if the query names backends and not the tool's, times
+        `INTENT_MISS` if the tool's `readOnlyHint` says the opposite of what the query asks, times
+        the share of the query's words it matches (`COVERAGE_POWER`)."""
         concepts = [
             {term: weight for term, weight in concept.items() if term in self.vocabulary}
             for concept in query_concepts(query, self.vocabulary)

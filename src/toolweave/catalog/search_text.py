@@ -237,9 +237,10 @@ def name_terms(text: str) -> set[str]:
 
 
 QUESTION_WORDS = frozenset(
-    "what which who whom whose where when how is are was were did does do has have had".split()  # noqa: SIM905
+    "what which who whom whose where when how is are was were did does has had".split()  # noqa: SIM905
 )
-"""A query that starts with one of these asks to know something (`query_intent` "read")."""
+"""A query that starts with one of these asks to know something (`query_intent` "read"); not "do"
+or "have", which also start requests ("do a backup", "have the bot post it")."""
 CHANGE_VERBS = frozenset(
     """
     create add make new delete remove erase update change edit modify set write save send post move
