@@ -20,7 +20,15 @@ import mcp_types as types
 
 from bench.peers import FASTMCP, ensure_installed
 from bench.procs import LOOPBACK, free_port
-from bench.search.corpus import HERE, SEPARATOR, documents, load_dumps, load_queries
+from bench.search.corpus import (
+    CATALOG_DIR,
+    HERE,
+    SEPARATOR,
+    documents,
+    load_dumps,
+    load_queries,
+    unknown_tools,
+)
 from bench.search.scoring import Scores, score
 from toolweave.catalog.search import SEARCH_TOOLS, ToolIndex
 from toolweave.catalog.semantic import SemanticRanker, fuse
@@ -113,11 +121,24 @@ async def meaning_rankings(index: ToolIndex, queries: list[str]) -> list[list[in
         await db.close()
 
 
-def evaluate(with_peer: bool = True, hybrid_weights: Sequence[float] = ()) -> dict:
-    dumps = load_dumps()
+def evaluate(
+    with_peer: bool = True,
+    hybrid_weights: Sequence[float] = (),
+    query_files: Sequence[Path] = (),
+    catalog: Path = CATALOG_DIR,
+) -> dict:
+    """Score the rankings on `catalog`'s tools with the dev and held-out sets, or with `query_files`
+    (each a set named after its file) when given: a set of your own is scored exactly the same way."""
+    dumps = load_dumps(catalog)
     docs = documents(dumps)
     index = ToolIndex(docs)
-    sets = {name: load_queries(name) for name in ("dev", "holdout")}
+    if query_files:
+        sets = {path.stem: load_queries(path) for path in query_files}
+    else:
+        sets = {name: load_queries(name) for name in ("dev", "holdout")}
+    for name, queries in sets.items():
+        if missing := unknown_tools(queries, docs):
+            raise SystemExit(f"query set {name!r} expects tools the catalog lacks: {', '.join(missing[:20])}")
     encoding = bpe_openai.get_encoding(ENCODING)
 
     def count(text: str) -> int:
@@ -176,7 +197,7 @@ def report(results: dict, show_misses: str | None = None) -> str:
                 f"  {ranker:<24} {cells['R@1']:6.3f} {cells['R@5']:6.3f} {cells['R@10']:6.3f} "
                 f"{cells['MRR']:6.3f} {cells['hard R@5']:9.3f}"
             )
-            if show_misses and show_misses in ranker and name == "dev":
+            if show_misses and show_misses in ranker and name != "holdout":
                 for text, top in scores.misses:
                     lines.append(f"      miss: {text!r} -> {top}")
         lines.append("")
