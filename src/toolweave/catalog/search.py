@@ -20,7 +20,15 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.catalog.search_text import document_terms, name_terms, query_concepts, query_intent, word_pairs
+from toolweave.catalog.search_text import (
+    _term,
+    compounds,
+    document_terms,
+    name_terms,
+    query_concepts,
+    query_intent,
+    word_pairs,
+)
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
@@ -96,6 +104,7 @@ SERVICE_MISS = 0.5
 """When a query names a backend ("on GitHub", "in Slack"), the score of every tool of the others is
 multiplied by this: a tool of the named service comes first unless another matches far better."""
 SERVICE_SHARE = 0.8
+PREFIX_SHARE = 0.25
 INTENT_MISS = 0.5
 """A question ("which ...", "is ...?") and a tool that says it changes things (`readOnlyHint` false),
 or a request to change something ("create ...", "delete ...") and a tool that says it only reads:
@@ -294,12 +303,39 @@ def _services(docs: Sequence[SearchDocument], postings: Mapping[str, Sequence[An
             tools[term].add(index)
             backends[term].add(doc.backend.name)
     count = len({doc.backend.name for doc in docs})
+    for term, named in _name_prefixes(docs).items():
+        tools[term] |= named
+        backends[term].add(docs[next(iter(named))].backend.name)
     return {
         term: named
         for term, named in tools.items()
         if term in postings
         and len(named) >= SERVICE_SHARE * len(postings[term])
         and len(backends[term]) <= count / 2
+    }
+
+
+def _name_prefixes(docs: Sequence[SearchDocument]) -> dict[str, set[int]]:
+    """term -> the tools whose name starts with it, for a first word that a backend puts on
+    `PREFIX_SHARE` of its tools' names (at least 3) and no other backend on any: `jira_` and
+    `confluence_` name the two services of one server, `slack_` a backend named otherwise."""
+    starts: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    sizes: dict[str, int] = defaultdict(int)
+    for index, doc in enumerate(docs):
+        sizes[doc.backend.name] += 1
+        name = doc.tool.name
+        if doc.backend.name and name.lower().startswith(doc.backend.name.lower()):
+            name = name[len(doc.backend.name) :].lstrip("_-./")  # the gateway's namespace
+        parts = next(compounds(name), [])
+        term = _term(parts[0]) if len(parts) > 1 else None
+        if term:
+            starts[term][doc.backend.name].add(index)
+    return {
+        term: named
+        for term, by_backend in starts.items()
+        if len(by_backend) == 1
+        for backend, named in by_backend.items()
+        if len(named) >= max(3, PREFIX_SHARE * sizes[backend])
     }
 
 

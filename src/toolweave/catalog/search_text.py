@@ -171,17 +171,20 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\broll(?:s|ed|ing)? ?back\b", "rollback undo revert"),
     (r"\bspin(?:s|ning)? up\b|\bspun up\b", "create start"),
     (r"\bshut(?:s|ting)? ?down\b", "stop"),
-    # things a task names by example: a time of day, a date, a file, a web address, an email, money
+    # things a task names by example: a time of day, a date, a file, a web address, an email, an
+    # issue key (PROJ-123, as Jira, Linear and YouTrack write them), money
     (r"\b\d{1,2}(?::\d{2})? ?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", "time"),
     (r"\b\d{4}-\d{2}-\d{2}\b|\b(?:yesterday|today|tomorrow)\b", "date"),
     (rf"\b[\w-]+\.(?:{_FILE_TYPES})\b|(?:^|\s)\.(?:{_FILE_TYPES})\b", "file"),
     (r"https?://|\bwww\.|\b[\w-]+\.(?:com|org|net|io|dev)\b", "url web page"),
     (r"\b[\w.+-]+@[\w-]+\.[\w.]+\b", "email"),
+    (r"\b[A-Z][A-Z0-9]{1,9}-\d+\b", "issue key"),
     (r"(?:^|\s)(?:~|\.{0,2})/[\w.-]+", "file path directory"),
     (r"[$€£] ?\d|\b\d+(?:\.\d+)? ?(?:usd|eur|dollars?|euros?)\b", "price cost"),
 )
-"""What a phrase or a pattern in a query stands for (matched on the lower-cased query): "how many"
-asks for a count, "9:00" names a time, "report.txt" a file. Each adds its words as one more query
+"""What a phrase or a pattern in a query stands for (matched on the lower-cased query, and on the
+query as written for a pattern with capitals): "how many" asks for a count, "9:00" names a time,
+"report.txt" a file, "PROJ-123" an issue. Each adds its words as one more query
 word, at `PHRASE_WEIGHT`: these words are what the task means, not alternatives to a word it has."""
 PHRASE_WEIGHT = 1.0
 
@@ -304,7 +307,7 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
             concepts[word] = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}
     lowered = text.lower()
     for pattern, meaning in _phrases():
-        if pattern.search(lowered):
+        if pattern.search(lowered) or pattern.search(text):
             terms = [term for term in meaning if term in known and term not in concepts]
             if terms:
                 concepts[" ".join(terms)] = dict.fromkeys(terms, PHRASE_WEIGHT)
