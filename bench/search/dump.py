@@ -23,6 +23,7 @@ CATALOG_DIR = HERE / "catalog"
 SERVERS_DIR = HERE.parent / ".search-servers"
 NODE_BIN = SERVERS_DIR / "node_modules" / ".bin"
 PY_BIN = SERVERS_DIR / "pyenv" / "bin"
+AWS_DIR = SERVERS_DIR / "aws"
 PROTOCOL = "2025-06-18"
 TIMEOUT_S = 60.0
 
@@ -93,8 +94,8 @@ SERVERS = [
         "aws-sns-sqs",
         "awslabs.amazon-sns-sqs-mcp-server",
         AWS_REGION="us-east-1",
-        AWS_ACCESS_KEY_ID="AKIAPLACEHOLDER",
-        AWS_SECRET_ACCESS_KEY="placeholder",
+        AWS_CONFIG_FILE=str(AWS_DIR / "config"),  # it reads the `default` profile at start
+        AWS_SHARED_CREDENTIALS_FILE=str(AWS_DIR / "credentials"),
     ),
     _py("aws-pricing", "awslabs.aws-pricing-mcp-server", AWS_REGION="us-east-1"),
     _py("docker", "mcp-server-docker"),
@@ -184,6 +185,11 @@ def dump(spec: ServerSpec) -> dict:
 
 def main(names: list[str]) -> None:
     CATALOG_DIR.mkdir(exist_ok=True)
+    AWS_DIR.mkdir(parents=True, exist_ok=True)  # a placeholder `default` profile
+    (AWS_DIR / "config").write_text("[default]\nregion = us-east-1\n")
+    (AWS_DIR / "credentials").write_text(
+        "[default]\naws_access_key_id = AKIAPLACEHOLDER\naws_secret_access_key = placeholder\n"
+    )
     for spec in SERVERS:
         if names and spec.name not in names:
             continue
