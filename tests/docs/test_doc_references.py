@@ -9,6 +9,7 @@ it means or point at a file in the repository instead.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,19 +31,20 @@ TEXT_SUFFIXES = {".md", ".py", ".toml", ".yaml", ".yml", ".json", ".html", ".js"
 
 
 def _files() -> list[Path]:
-    """Every text file a reader of a clone sees, minus vendored code and generated results."""
+    """Every text file a reader of a clone sees, minus vendored code and generated results: what git
+    tracks or would (installed bench servers, venvs and caches are git-ignored and not ours)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *READ_BY_USERS],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
     found: list[Path] = []
-    for name in READ_BY_USERS:
-        path = ROOT / name
-        candidates = [path] if path.is_file() else sorted(path.rglob("*"))
-        for candidate in candidates:
-            relative = candidate.relative_to(ROOT)
-            if (
-                candidate.is_file()
-                and candidate.suffix in TEXT_SUFFIXES
-                and not SKIP_PARTS & set(relative.parts)
-            ):
-                found.append(candidate)
+    for name in sorted(set(filter(None, listed.split("\0")))):
+        candidate = ROOT / name
+        relative = candidate.relative_to(ROOT)
+        if candidate.is_file() and candidate.suffix in TEXT_SUFFIXES and not SKIP_PARTS & set(relative.parts):
+            found.append(candidate)
     return found
 
 
