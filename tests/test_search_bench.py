@@ -43,11 +43,46 @@ def test_a_query_set_of_your_own_on_a_catalog_of_your_own(tmp_path: Path) -> Non
     assert "miss: 'a query no ranking puts first: zebra'" in done.stdout  # scored, not assumed
 
 
+def test_json_lines_and_the_names_a_grader_might_write(tmp_path: Path) -> None:
+    """The same set as JSON Lines, with expected tools as exposed names and as bare tool names
+    (where one server has the tool), scores exactly as the text form."""
+    text = tmp_path / "as_text.txt"
+    text.write_text(
+        "time/get_current_time | what time is it in Tokyo right now\n"
+        "! filesystem/read_text_file | show me what notes.md says\n"
+        "memory/create_entities, memory/add_observations | remember that Bob is my manager\n"
+    )
+    lines = tmp_path / "as_lines.jsonl"
+    lines.write_text(
+        '{"query": "what time is it in Tokyo right now", "expected": "time__get_current_time"}\n'
+        '{"text": "show me what notes.md says", "expected": ["read_text_file"], "hard": true}\n'
+        "\n"
+        '{"query": "remember that Bob is my manager", "expected": ["create_entities", "memory/add_observations"]}\n'
+    )
+    done = bench_search("--queries", str(text), str(lines))
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if "toolweave lexical" in line]
+    assert len(rows) == 2 and rows[0] == rows[1]
+    assert "as_lines set: 3 queries (1 hard)" in done.stdout
+
+
 def test_bad_query_files_and_catalogs_are_named_with_what_is_wrong(tmp_path: Path) -> None:
     typo = tmp_path / "typo.txt"
     typo.write_text("time/get_curent_time | what time is it\n")
     done = bench_search("--queries", str(typo))
-    assert done.returncode == 1 and "expects tools the catalog lacks: time/get_curent_time" in done.stderr
+    assert done.returncode == 1
+    assert "query set 'typo': expected tools the catalog lacks: time/get_curent_time" in done.stderr
+
+    shared = tmp_path / "shared.txt"
+    shared.write_text("search_issues | find the login bug\n")  # GitHub's and GitLab's (and others')
+    done = bench_search("--queries", str(shared))
+    assert done.returncode == 1 and "named without their server that several servers have" in done.stderr
+    assert "search_issues (" in done.stderr and "github/search_issues" in done.stderr
+
+    bad_json = tmp_path / "bad.jsonl"
+    bad_json.write_text('{"query": "what time is it", "expected": ["time/get_current_time"]}\n{"query": 3}\n')
+    done = bench_search("--queries", str(bad_json))
+    assert done.returncode == 1 and f'{bad_json}:2: "query" must be a string' in done.stderr
 
     no_bar = tmp_path / "nobar.txt"
     no_bar.write_text("# fine\nwhat time is it\n")

@@ -29,8 +29,8 @@ def main() -> None:
         nargs="+",
         type=Path,
         metavar="FILE",
-        help="score these query files (one `server/tool | query` a line, as queries/dev.txt) instead of "
-        "the dev and held-out sets",
+        help="score these query files (one `server/tool | query` a line, as queries/dev.txt, or JSON Lines: "
+        '{"query": ..., "expected": [...]} a line, in a .jsonl file) instead of the dev and held-out sets',
     )
     parser.add_argument(
         "--catalog",

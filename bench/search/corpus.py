@@ -68,9 +68,17 @@ def documents(dumps: list[dict] | None = None) -> list[SearchDocument]:
 
 
 def load_queries(source: str | Path) -> list[Query]:
-    """`dev`, `holdout` or a file of your own: one `expected | query` a line, `!` marks a hard one,
-    `#` a comment. Expected tools are `server/tool` (the dump's `server` and the tool's name)."""
+    """`dev`, `holdout` or a file of your own, in either of two forms:
+
+    - text: one `expected | query` a line, `!` marks a hard one, `#` a comment;
+    - JSON Lines (`.jsonl`): one `{"query": ..., "expected": [...], "hard": false}` an object, where
+      `expected` may also be one string (`"text"` is accepted for `"query"`).
+
+    Expected tools are `server/tool` (the dump's `server` and the tool's name), the exposed
+    `server__tool`, or the tool's name alone where one server has it (see `resolve_expected`)."""
     path = source if isinstance(source, Path) else QUERY_DIR / f"{source}.txt"
+    if path.suffix == ".jsonl":
+        return _json_lines(path)
     queries = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         line = line.strip()
@@ -80,20 +88,73 @@ def load_queries(source: str | Path) -> list[Query]:
             raise SystemExit(f"{path}:{number}: expected `server/tool[, server/tool] | query`, got {line!r}")
         hard = line.startswith("!")
         expected, text = line.lstrip("! ").split("|", 1)
-        names = frozenset(
-            ref.strip().replace("/", SEPARATOR, 1) for ref in expected.split(",") if ref.strip()
-        )
-        if not names or not text.strip():
-            raise SystemExit(
-                f"{path}:{number}: a query needs at least one expected tool and a text: {line!r}"
-            )
-        queries.append(Query(text.strip(), names, hard))
+        queries.append(_query(f"{path}:{number}", text, expected.split(","), hard))
     return queries
 
 
-def unknown_tools(queries: list[Query], docs: list[SearchDocument]) -> list[str]:
-    """Expected tools the catalog lacks: a typo there would count as a miss of every ranking."""
+def _json_lines(path: Path) -> list[Query]:
+    queries = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            item = json.loads(line)
+        except ValueError as error:
+            raise SystemExit(f"{where}: not JSON ({error})") from None
+        if not isinstance(item, dict):
+            raise SystemExit(f'{where}: expected {{"query": ..., "expected": [...]}}, got {line.strip()!r}')
+        text = item.get("query", item.get("text"))
+        expected = item.get("expected")
+        if isinstance(expected, str):
+            expected = [expected]
+        if (
+            not isinstance(text, str)
+            or not isinstance(expected, list)
+            or not all(isinstance(e, str) for e in expected)
+        ):
+            raise SystemExit(
+                f'{where}: "query" must be a string and "expected" a tool name or a list of them: {line.strip()!r}'
+            )
+        queries.append(_query(where, text, expected, bool(item.get("hard", False))))
+    return queries
+
+
+def _query(where: str, text: str, refs: list[str], hard: bool) -> Query:
+    names = frozenset(ref.strip().replace("/", SEPARATOR, 1) for ref in refs if ref.strip())
+    if not names or not text.strip():
+        raise SystemExit(f"{where}: a query needs at least one expected tool and a text")
+    return Query(text.strip(), names, hard)
+
+
+def resolve_expected(queries: list[Query], docs: list[SearchDocument]) -> list[Query]:
+    """Expected tools by their exposed names. A name the catalog lacks stops the run (a typo there
+    would count as a miss of every ranking); a tool's name alone stands for the one server's tool of
+    that name, and stops the run naming the servers when several have it."""
     known = {doc.tool.name for doc in docs}
-    return sorted(
-        {name.replace(SEPARATOR, "/", 1) for q in queries for name in q.expected if name not in known}
-    )
+    by_tool: dict[str, list[str]] = {}
+    for name in known:
+        by_tool.setdefault(name.split(SEPARATOR, 1)[1], []).append(name)
+    missing: set[str] = set()
+    ambiguous: set[str] = set()
+
+    def exposed(name: str) -> str:
+        if name in known:
+            return name
+        candidates = by_tool.get(name, [])
+        if len(candidates) == 1:
+            return candidates[0]
+        if candidates:
+            ambiguous.add(f"{name} ({', '.join(sorted(c.replace(SEPARATOR, '/', 1) for c in candidates))})")
+        else:
+            missing.add(name.replace(SEPARATOR, "/", 1))
+        return name
+
+    resolved = [Query(q.text, frozenset(exposed(n) for n in q.expected), q.hard) for q in queries]
+    if missing:
+        raise SystemExit(f"expected tools the catalog lacks: {', '.join(sorted(missing)[:20])}")
+    if ambiguous:
+        raise SystemExit(
+            f"expected tools named without their server that several servers have: {'; '.join(sorted(ambiguous))}"
+        )
+    return resolved

@@ -27,7 +27,7 @@ from bench.search.corpus import (
     documents,
     load_dumps,
     load_queries,
-    unknown_tools,
+    resolve_expected,
 )
 from bench.search.scoring import Scores, score
 from toolweave.catalog.search import SEARCH_TOOLS, ToolIndex
@@ -137,8 +137,10 @@ def evaluate(
     else:
         sets = {name: load_queries(name) for name in ("dev", "holdout")}
     for name, queries in sets.items():
-        if missing := unknown_tools(queries, docs):
-            raise SystemExit(f"query set {name!r} expects tools the catalog lacks: {', '.join(missing[:20])}")
+        try:
+            sets[name] = resolve_expected(queries, docs)
+        except SystemExit as problem:
+            raise SystemExit(f"query set {name!r}: {problem}") from None
     encoding = bpe_openai.get_encoding(ENCODING)
 
     def count(text: str) -> int:
