@@ -297,3 +297,23 @@ def test_a_question_prefers_a_tool_that_reads_and_a_request_one_that_changes() -
 def test_do_and_have_start_requests_as_well_as_questions() -> None:
     assert query_intent("do a backup of the orders table") is None
     assert query_intent("does the orders table exist") == "read"
+
+
+def test_work_tracking_phrases_find_worklogs_transitions_and_watchers() -> None:
+    tools = [
+        tool("tracker__add_worklog", description="Add a worklog entry (time spent) to an issue"),
+        tool("tracker__transition_issue", description="Transition an issue to a new status"),
+        tool("tracker__add_watcher", description="Add a watcher to an issue"),
+        tool("tracker__get_issue", description="Get an issue with its fields and history"),
+        tool("tracker__service_logs", description="Logs of the tracker's work queue, by hour"),
+        tool("tracker__move_issue", description="Move an issue to another project"),
+        tool("tracker__notify", description="Notify users of a change"),
+    ]
+    index = ToolIndex(tools)
+    assert index.search("log 3 hours of work on the issue")[0].name == "tracker__add_worklog"
+    assert index.search("move PROJ-42 to done")[0].name == "tracker__transition_issue"
+    assert index.search("mark the issue as in progress")[0].name == "tracker__transition_issue"
+    assert index.search("follow this issue")[0].name == "tracker__add_watcher"
+    # "blocked by" links two issues; "blocked" is not a status a phrase moves an issue to
+    known = frozenset({"transit", "status", "block"})
+    assert {"transit": 1.0, "status": 1.0} not in query_concepts("mark PROJ-10 as blocked by PROJ-11", known)

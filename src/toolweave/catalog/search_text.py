@@ -158,6 +158,22 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bmrs?\b", "merge request"),
     (r"\bwork items?\b", "ticket issue task"),
     (r"\b(?:tickets?|bugs?|issues?|tasks?|stor(?:y|ies)|epics?)\b", "work item"),
+    # work tracking (Jira, Linear, YouTrack, Azure Boards): time logged, a change of status, watchers
+    (
+        r"\blog(?:s|ged|ging)? (?:\d+(?:\.\d+)?|an?|one|two|three|four|half an?) ?"
+        r"(?:h|hrs?|hours?|m|mins?|minutes?|d|days?)\b|\b(?:time|hours?|minutes?) (?:\w+ ){0,2}logged\b",
+        "worklog time spent",
+    ),
+    (
+        r"\b(?:move[sd]?|moving|mark(?:s|ed|ing)?|set(?:s|ting)?|put(?:s|ting)?|transition\w*)\b.*"
+        r"\b(?:to|as|in|into) (?:done|in progress|in review|to ?do|closed|resolved|complete[d]?)\b",
+        "transition status",
+    ),
+    (
+        r"\b(?:watch|follow)(?:s|es|ed|ing|ers?)?\b.*\b(?:issue|ticket|bug|story|task|epic|work item)s?\b"
+        r"|\b(?:issue|ticket|bug|story|task|epic|work item)s?\b.*\b(?:watch|follow)(?:s|es|ed|ing|ers?)?\b",
+        "watcher",
+    ),
     # question words ask for a kind of thing
     (r"\bwhen\b", "time date"),
     (r"\bwho\b", "user author"),
