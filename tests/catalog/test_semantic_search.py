@@ -18,8 +18,15 @@ from support.configs import python_backend
 from support.fixtures import OpenGateway
 from support.processes import free_port, wait_for_port
 from support.results import text
-from toolweave.catalog.search import SearchDocument, ToolIndex
-from toolweave.catalog.semantic import MemoryVectorStore, SemanticRanker, document_texts, fuse, query_text
+from toolweave.catalog.search import BackendText, SearchDocument, ToolIndex
+from toolweave.catalog.semantic import (
+    BACKEND_WEIGHT,
+    MemoryVectorStore,
+    SemanticRanker,
+    document_texts,
+    fuse,
+    query_text,
+)
 from toolweave.config import ConfigError, parse_config
 from toolweave.config.models import EmbeddingsConfig
 from toolweave.store import Database, SqlVectorStore
@@ -166,6 +173,58 @@ async def test_a_tool_is_embedded_whole_and_by_its_purpose_in_a_centred_catalog(
     (query,) = await ranker._embed([task], config.query_fields)
     expected = unit(np.array(rows) - np.mean(rows, axis=0)) @ (unit(query) - names.mean(axis=0))
     assert [score for _, score in sorted(ranking)] == pytest.approx(list(expected), abs=1e-4)
+    await ranker.close()
+
+
+async def test_a_tool_leans_toward_its_backends_direction(embeddings_url: str) -> None:
+    """A tool's row is its centred unit row plus a quarter of its backend's direction (the unit mean
+    of that backend's rows): a task near what a service does as a whole lifts that service's tools."""
+    maps, notes = BackendText(name="maps", title="Maps"), BackendText(name="notes", title="Notes")
+    documents = [
+        SearchDocument(
+            types.Tool(name="maps__geocode", description="Coordinates of an address.", input_schema={}), maps
+        ),
+        SearchDocument(
+            types.Tool(name="maps__directions", description="A route between two places.", input_schema={}),
+            maps,
+        ),
+        SearchDocument(types.Tool(name="notes__add_note", description="Add a note.", input_schema={}), notes),
+        SearchDocument(types.Tool(name="echo", description="Echo a text back.", input_schema={})),
+    ]
+    index = ToolIndex(documents)
+    config = EmbeddingsConfig(
+        url=embeddings_url,
+        model="e5-small",
+        timeout=20,
+        query_fields={"input_type": "query"},
+        document_fields={"input_type": "passage"},
+    )
+    ranker = SemanticRanker(config)
+    ranker.refresh(index)
+    assert await ranker.wait_ready(READY_S)
+    task = "how do I get to the station"
+    ranking, warning = await ranker.rank(task, index)
+    assert warning is None
+
+    def unit(vectors: Any) -> Any:
+        vectors = np.asarray(vectors)
+        return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+
+    rows = np.array(
+        [
+            unit(await ranker._embed(list(document_texts(document)), config.document_fields)).mean(axis=0)
+            for document in documents
+        ]
+    )
+    rows = unit(rows - rows.mean(axis=0))
+    leaning = rows.copy()
+    leaning[:2] += BACKEND_WEIGHT * unit(rows[:2].mean(axis=0))
+    leaning[2] += BACKEND_WEIGHT * rows[2]  # a backend of one tool: its own direction
+    names = unit(await ranker._embed([query_text(d) for d in documents], config.query_fields))
+    (query,) = await ranker._embed([task], config.query_fields)
+    expected = leaning @ (unit(query) - names.mean(axis=0))
+    assert [score for _, score in sorted(ranking)] == pytest.approx(list(expected), abs=1e-4)
+    assert BACKEND_WEIGHT == 0.25
     await ranker.close()
 
 

