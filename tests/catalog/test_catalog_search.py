@@ -317,3 +317,21 @@ def test_work_tracking_phrases_find_worklogs_transitions_and_watchers() -> None:
     # "blocked by" links two issues; "blocked" is not a status a phrase moves an issue to
     known = frozenset({"transit", "status", "block"})
     assert {"transit": 1.0, "status": 1.0} not in query_concepts("mark PROJ-10 as blocked by PROJ-11", known)
+
+
+def test_the_querys_first_word_prefers_the_tool_named_for_that_action() -> None:
+    tracker, chat = BackendText(name="tracker"), BackendText(name="chat")
+    docs = [
+        SearchDocument(tool("tracker__assign_issue", description="Assign an issue to a user"), tracker),
+        SearchDocument(
+            tool("tracker__search", description="Search issues by assignee, status or text"), tracker
+        ),
+        SearchDocument(tool("tracker__get_issue", description="Get an issue by key"), tracker),
+    ]
+    index = ToolIndex(docs)
+    assert index.search("search issues assigned to Maria")[0].name == "tracker__search"
+    assert index.search("assign the issue to Maria")[0].name == "tracker__assign_issue"
+    # neither the gateway's namespace nor a service's prefix is the action: `slack_post_message` posts
+    names = ["chat__slack_post_message", "chat__slack_get_messages", "chat__slack_list_channels"]
+    index = ToolIndex([*docs, *(SearchDocument(tool(name, description="Slack"), chat) for name in names)])
+    assert index.actions == ["assign", "search", "get", "post", "get", "list"]

@@ -24,6 +24,7 @@ from toolweave.catalog.search_text import (
     _term,
     compounds,
     document_terms,
+    leading_words,
     name_terms,
     query_concepts,
     query_intent,
@@ -109,6 +110,11 @@ INTENT_MISS = 0.5
 """A question ("which ...", "is ...?") and a tool that says it changes things (`readOnlyHint` false),
 or a request to change something ("create ...", "delete ...") and a tool that says it only reads:
 the tool's score is multiplied by this. A tool that says nothing keeps its score."""
+ACTION_MATCH = 1.1
+"""A tool whose name's action (its first word after the gateway's namespace and a service's prefix:
+`jira_create_issue` -> create) is the query's first word or one of its synonyms: its score is
+multiplied by this, so "find all issues assigned to me" leans to the tool that searches issues
+rather than the one that assigns them."""
 MAX_ENUM_VALUES = 50
 MAX_SCHEMA_DEPTH = 4
 
@@ -231,13 +237,15 @@ class ToolIndex:
         self.postings = _postings(field_terms)
         self.vocabulary = frozenset(self.postings)
         self.services = _services(docs, self.postings)
+        self.actions = [_name_action(doc, self.services.keys()) for doc in docs]
 
     def __len__(self) -> int:
         return len(self.tools)
 
     def scores(self, query: str) -> dict[int, float]:
         """Each matching tool's score (by position in `tools`): its BM25F score over the query's
-        terms, times `SERVICE_MISS` if the query names backends and not the tool's, times
+        terms, times `ACTION_MATCH` if its name's action is the query's first word, times
+        `SERVICE_MISS` if the query names backends and not the tool's, times
         `INTENT_MISS` if the tool's `readOnlyHint` says the opposite of what the query asks, times
         the share of the query's words it matches (`COVERAGE_POWER`)."""
         concepts = [
@@ -259,6 +267,7 @@ class ToolIndex:
             matched[term] = [index for index, _ in entries]
             for index, contribution in entries:
                 totals[index] += weight * contribution
+        self._lift_actions(totals, query)
         named = [
             self.services[term] for term, weight in weights.items() if weight == 1.0 and term in self.services
         ]
@@ -284,12 +293,31 @@ class ToolIndex:
             for index, score in totals.items()
         }
 
+    def _lift_actions(self, totals: dict[int, float], query: str) -> None:
+        """Multiply by `ACTION_MATCH` the score of each tool whose name's action the query starts with."""
+        lead = leading_words(query, self.vocabulary)
+        for index in totals:
+            if self.actions[index] in lead:
+                totals[index] *= ACTION_MATCH
+
     def ranked(self, query: str) -> list[tuple[int, float]]:
         """(position, score) of every matching tool, best first; ties keep catalog order."""
         return sorted(self.scores(query).items(), key=lambda item: (-item[1], item[0]))
 
     def search(self, query: str, limit: int = 10) -> list[types.Tool]:
         return [self.tools[index] for index, _ in self.ranked(query)[:limit]]
+
+
+def _name_action(doc: SearchDocument, services: Iterable[str]) -> str | None:
+    """The first term of a tool's name that is neither its backend's namespace nor a service's name
+    (`slack_post_message` -> post, `API-get-users` -> get): where names say verb then object, what
+    the tool does."""
+    name = doc.tool.name
+    if doc.backend.name and name.lower().startswith(doc.backend.name.lower()):
+        name = name[len(doc.backend.name) :].lstrip("_-./")  # the gateway's namespace
+    skip = {*services, "api"}
+    terms = (_term(part) for parts in compounds(name) for part in parts)
+    return next((term for term in terms if term and term not in skip), None)
 
 
 def _services(docs: Sequence[SearchDocument], postings: Mapping[str, Sequence[Any]]) -> dict[str, set[int]]:

@@ -301,6 +301,26 @@ def query_terms(text: str, known: frozenset[str] | set[str]) -> dict[str, float]
     return weights
 
 
+def query_words(text: str, known: frozenset[str] | set[str]) -> list[str]:
+    """The terms of the words a query has (not what its phrases stand for): a compound the index
+    knows whole counts whole, one it does not by its parts."""
+    words: list[str] = []
+    for parts in compounds(text):
+        whole = _term("".join(parts)) if len(parts) > 1 else None
+        if whole and whole in known:
+            words.append(whole)
+        else:
+            words.extend(term for term in map(_term, parts) if term)
+    return words
+
+
+def leading_words(text: str, known: frozenset[str] | set[str]) -> frozenset[str]:
+    """A query's first word with its synonyms: in a task phrased as a request, the verb that says
+    what to do ("find all issues assigned to me" asks to search, not to assign)."""
+    words = query_words(text, known)
+    return frozenset({words[0], *_synonyms().get(words[0], ())}) if words else frozenset()
+
+
 def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str, float]]:
     """A query's words, each as the terms that stand for it, with their weights.
 
@@ -309,15 +329,8 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
     parts (`pullRequest` finds "pull request"). A word's synonyms the index knows join it at
     `SYNONYM_WEIGHT`. A phrase or pattern of `PHRASES` adds what it stands for as one more word.
     """
-    words: list[str] = []
-    for parts in compounds(text):
-        whole = _term("".join(parts)) if len(parts) > 1 else None
-        if whole and whole in known:
-            words.append(whole)
-        else:
-            words.extend(term for term in map(_term, parts) if term)
     concepts: dict[str, dict[str, float]] = {}
-    for word in words:
+    for word in query_words(text, known):
         if word not in concepts:
             synonyms = _synonyms().get(word, frozenset()) & known
             concepts[word] = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}
