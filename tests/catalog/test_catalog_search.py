@@ -335,3 +335,10 @@ def test_the_querys_first_word_prefers_the_tool_named_for_that_action() -> None:
     names = ["chat__slack_post_message", "chat__slack_get_messages", "chat__slack_list_channels"]
     index = ToolIndex([*docs, *(SearchDocument(tool(name, description="Slack"), chat) for name in names)])
     assert index.actions == ["assign", "search", "get", "post", "get", "list"]
+
+
+def test_a_comparison_and_a_fact_to_keep_stand_for_what_they_ask() -> None:
+    known = frozenset({"diff", "compar", "memori", "knowledg", "fact", "version"})
+    assert {"diff": 1.0, "compar": 1.0} in query_concepts("what changed between version 3 and 4", known)
+    assert {"memori": 1.0, "knowledg": 1.0, "fact": 1.0} in query_concepts("remember that Alice leads", known)
+    assert {"memori": 1.0, "knowledg": 1.0, "fact": 1.0} not in query_concepts("remember the milk", known)

@@ -153,6 +153,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bhow (?:high|tall)\b", "height elevation"),
     (r"\bwhat time\b", "time current"),
     (r"\b(?:right now|at the moment|currently)\b", "current"),
+    (r"\b(?:chang(?:e|es|ed)|differen(?:t|ce|ces)) between\b", "diff compare"),
+    (
+        r"\b(?:remember(?:s|ed)?|memori[sz]e[sd]?|note[sd]?|keep in mind|don'?t forget) that\b",
+        "memory knowledge fact",
+    ),
     (r"\b(?:pull|merge) requests?\b", "pr"),
     (r"\bprs?\b", "pull request"),
     (r"\bmrs?\b", "merge request"),
