@@ -342,3 +342,10 @@ def test_a_comparison_and_a_fact_to_keep_stand_for_what_they_ask() -> None:
     assert {"diff": 1.0, "compar": 1.0} in query_concepts("what changed between version 3 and 4", known)
     assert {"memori": 1.0, "knowledg": 1.0, "fact": 1.0} in query_concepts("remember that Alice leads", known)
     assert {"memori": 1.0, "knowledg": 1.0, "fact": 1.0} not in query_concepts("remember the milk", known)
+
+
+def test_keeping_a_fact_or_logging_work_is_a_change() -> None:
+    assert query_intent("remember that Alice leads the team") == "change"
+    assert query_intent("please note that the office moved") == "change"
+    assert query_intent("log 3 hours on the ticket") == "change"
+    assert query_intent("logs of the api pod") is None  # the verb, not the noun

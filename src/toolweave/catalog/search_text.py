@@ -271,6 +271,7 @@ CHANGE_VERBS = frozenset(
     rename merge close reopen cancel stop start restart run execute trigger deploy upload push commit
     approve reject assign invite install uninstall drop insert publish reply comment archive restore
     reset revert scale apply tag label rollback kill terminate submit schedule book share forget
+    remember memorize memorise note log record
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 """A query whose first word that is not a function word is one of these asks to change something
