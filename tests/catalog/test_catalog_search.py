@@ -349,3 +349,12 @@ def test_keeping_a_fact_or_logging_work_is_a_change() -> None:
     assert query_intent("please note that the office moved") == "change"
     assert query_intent("log 3 hours on the ticket") == "change"
     assert query_intent("logs of the api pod") is None  # the verb, not the noun
+
+
+def test_filing_a_ticket_a_name_and_a_subpage_stand_for_what_they_ask() -> None:
+    known = frozenset({"creat", "titl", "child", "children", "bug", "page"})
+    assert {"creat": 1.0} in query_concepts("open a new bug for the crash", known)
+    assert {"creat": 1.0} in query_concepts("file a jira ticket about it", known)
+    assert {"creat": 1.0} not in query_concepts("open the bug I filed", known)  # that one exists
+    assert {"titl": 1.0} in query_concepts("the page called Release Process", known)
+    assert {"child": 1.0, "children": 1.0} in query_concepts("list the subpages of the handbook", known)

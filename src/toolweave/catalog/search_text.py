@@ -179,6 +179,14 @@ PHRASES: tuple[tuple[str, str], ...] = (
         r"|\b(?:issue|ticket|bug|story|task|epic|work item)s?\b.*\b(?:watch|follow)(?:s|es|ed|ing|ers?)?\b",
         "watcher",
     ),
+    # a new ticket ("file a bug", not "open the bug"), a thing by its name, the things under one
+    (
+        r"\b(?:open|file|raise|log|report|submit)(?:s|ed|ing)? (?:a|an|new|another)\b(?: [\w-]+){0,2}? "
+        r"(?:bug|ticket|issue|incident|request|task)s?\b",
+        "create",
+    ),
+    (r"\b(?:called|named|titled)\b", "title"),
+    (r"\bsub-?(?:pages?|folders?|directories|directory|items?|groups?)\b", "child children"),
     # question words ask for a kind of thing
     (r"\bwhen\b", "time date"),
     (r"\bwho\b", "user author"),
