@@ -358,3 +358,10 @@ def test_filing_a_ticket_a_name_and_a_subpage_stand_for_what_they_ask() -> None:
     assert {"creat": 1.0} not in query_concepts("open the bug I filed", known)  # that one exists
     assert {"titl": 1.0} in query_concepts("the page called Release Process", known)
     assert {"child": 1.0, "children": 1.0} in query_concepts("list the subpages of the handbook", known)
+
+
+def test_whether_checks_passed_asks_for_a_status() -> None:
+    known = frozenset({"status", "check", "test", "pr"})
+    assert {"status": 1.0, "check": 1.0} in query_concepts("did the tests pass on the PR", known)
+    assert {"status": 1.0, "check": 1.0} in query_concepts("is the build still failing", known)
+    assert {"status": 1.0, "check": 1.0} not in query_concepts("pass the test data", known)

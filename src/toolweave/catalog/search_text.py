@@ -187,6 +187,12 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ),
     (r"\b(?:called|named|titled)\b", "title"),
     (r"\bsub-?(?:pages?|folders?|directories|directory|items?|groups?)\b", "child children"),
+    # whether checks passed: what a status says
+    (
+        r"\b(?:tests?|checks?|builds?|ci|pipelines?) (?:\w+ )?"
+        r"(?:pass|passed|passing|fail|failed|failing|green|red)\b",
+        "status check",
+    ),
     # question words ask for a kind of thing
     (r"\bwhen\b", "time date"),
     (r"\bwho\b", "user author"),
