@@ -365,3 +365,14 @@ def test_whether_checks_passed_asks_for_a_status() -> None:
     assert {"status": 1.0, "check": 1.0} in query_concepts("did the tests pass on the PR", known)
     assert {"status": 1.0, "check": 1.0} in query_concepts("is the build still failing", known)
     assert {"status": 1.0, "check": 1.0} not in query_concepts("pass the test data", known)
+
+
+def test_a_number_in_a_task_is_a_value_not_a_word_for_the_tool() -> None:
+    known = frozenset({"issu", "42", "ec2", "ec", "2"})
+    assert {"42": 1.0} not in query_concepts("show issue 42", known)
+    assert {"ec2": 1.0} in query_concepts("start an EC2 instance", known)  # a compound stays whole
+    tools = [
+        tool("tracker__get_issue", description="Get an issue by its key"),
+        tool("tracker__list_issues", description="List issues, 100 a page, 42 pages at most"),
+    ]
+    assert ToolIndex(tools).search("get issue 42 of 100")[0].name == "tracker__get_issue"

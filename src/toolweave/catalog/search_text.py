@@ -323,14 +323,15 @@ def query_terms(text: str, known: frozenset[str] | set[str]) -> dict[str, float]
 
 def query_words(text: str, known: frozenset[str] | set[str]) -> list[str]:
     """The terms of the words a query has (not what its phrases stand for): a compound the index
-    knows whole counts whole, one it does not by its parts."""
+    knows whole counts whole, one it does not by its parts; a number alone ("issue 42", "3 hours")
+    is a value the task passes, not a word that describes the tool, and is left out."""
     words: list[str] = []
     for parts in compounds(text):
         whole = _term("".join(parts)) if len(parts) > 1 else None
         if whole and whole in known:
             words.append(whole)
         else:
-            words.extend(term for term in map(_term, parts) if term)
+            words.extend(term for term in map(_term, parts) if term and not term.isdigit())
     return words
 
 
