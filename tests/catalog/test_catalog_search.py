@@ -156,6 +156,29 @@ def test_synonyms_are_weighted_and_only_those_the_index_knows() -> None:
     assert query_terms("forget it", frozenset({"forget"})) == {"forget": 1.0}
 
 
+def test_a_word_no_tool_uses_takes_its_wordnet_relatives_the_index_knows() -> None:
+    # "mend" is in no SYNONYMS group; WordNet's most frequent sense of it is "repair, fix, ..."
+    assert query_terms("mend the link", frozenset({"repair", "link"})) == {
+        "mend": 1.0,  # unknown to the index, so it matches nothing
+        "repair": SYNONYM_WEIGHT,
+        "link": 1.0,
+    }
+    index = ToolIndex(
+        [
+            SearchDocument(tool("web__repair_link", description="Repair a broken link"), BackendText("web")),
+            SearchDocument(tool("web__open_link", description="Open a link"), BackendText("web")),
+        ]
+    )
+    assert index.search("mend the link")[0].name == "web__repair_link"
+
+
+def test_wordnet_only_for_words_neither_a_tool_nor_a_synonym_reaches() -> None:
+    # a word the index knows says what it means
+    assert query_terms("mend it", frozenset({"mend", "repair"})) == {"mend": 1.0}
+    # "halt" reaches "stop" through SYNONYMS: WordNet's "arrest" does not join
+    assert query_terms("halt it", frozenset({"stop", "arrest"})) == {"halt": 1.0, "stop": SYNONYM_WEIGHT}
+
+
 def test_a_tool_matching_every_word_beats_one_matching_a_rare_word_alone() -> None:
     tools = [
         tool("browser__close_window", description="Close the browser window"),

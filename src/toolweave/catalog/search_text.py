@@ -9,10 +9,12 @@ BM25 they supply much of a wrong tool's score.
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import re
 from collections.abc import Iterator
 from functools import lru_cache
+from importlib import resources
 
 import snowballstemmer
 
@@ -140,6 +142,14 @@ SYNONYMS: tuple[str, ...] = (
 query word also finds its group's other words, at `SYNONYM_WEIGHT` (the word itself counts 1).
 Words only, never a catalog's own names: extend a tool's or a backend's `keywords` for those."""
 SYNONYM_WEIGHT = 0.5
+WORDNET_FILE = "wordnet.txt.gz"
+"""General English for a query word no tool uses and no `SYNONYMS` group reaches: stem -> the stems
+of the words of its most frequent WordNet sense in each part of speech (from WordNet 3.3, licence
+in `WORDNET_LICENSE` beside it; rebuilt by `python -m bench.search.wordnet`). Those the index knows
+join the word at `SYNONYM_WEIGHT`, so a task in words of its own still reaches a tool ("mend the
+link" finds "repair"). Only for those words: a word a tool uses already says what it means, and
+only a word's most frequent sense, since further senses and broader words add as many wrong tools
+as right ones (measured in docs/search.md)."""
 
 _FILE_TYPES = (
     "txt|md|json|ya?ml|csv|pdf|png|jpe?g|gif|svg|py|js|ts|toml|ini|cfg|conf|log|html|xml|docx?|xlsx?|zip"
@@ -348,12 +358,16 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
     A compound the index knows whole (`GitHub`) counts whole and not by its parts, so "GitHub"
     does not find HubSpot's tools by `hub`; a compound the index does not know whole counts by its
     parts (`pullRequest` finds "pull request"). A word's synonyms the index knows join it at
-    `SYNONYM_WEIGHT`. A phrase or pattern of `PHRASES` adds what it stands for as one more word.
+    `SYNONYM_WEIGHT`; a word with neither a tool nor a known synonym takes its `WORDNET_FILE`
+    relatives the index knows instead. A phrase or pattern of `PHRASES` adds what it stands for as
+    one more word.
     """
     concepts: dict[str, dict[str, float]] = {}
     for word in query_words(text, known):
         if word not in concepts:
             synonyms = _synonyms().get(word, frozenset()) & known
+            if not synonyms and word not in known:
+                synonyms = known.intersection(_relatives().get(word, ()))
             concepts[word] = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}
     lowered = text.lower()
     for pattern, meaning in _phrases():
@@ -379,3 +393,13 @@ def _synonyms() -> dict[str, frozenset[str]]:
         for each in stems:
             found.setdefault(each, set()).update(stems - {each})
     return {term: frozenset(others) for term, others in found.items()}
+
+
+@lru_cache(maxsize=1)
+def _relatives() -> dict[str, tuple[str, ...]]:
+    """`WORDNET_FILE` read once, on the first query that needs it (30,000 words: tuples, not sets,
+    keep it to a few MB)."""
+    data = gzip.decompress(resources.files(__package__).joinpath(WORDNET_FILE).read_bytes())
+    return {
+        term: tuple(others) for term, *others in (line.split() for line in data.decode("utf-8").splitlines())
+    }
