@@ -41,6 +41,30 @@ def test_a_query_set_of_your_own_on_a_catalog_of_your_own(tmp_path: Path) -> Non
     assert "mine set: 4 queries (1 hard)" in done.stdout
     assert "holdout" not in done.stdout and "dev set" not in done.stdout
     assert "miss: 'a query no ranking puts first: zebra'" in done.stdout  # scored, not assumed
+    baseline = next(line.split() for line in done.stdout.splitlines() if "plain BM25 (baseline)" in line)
+    assert baseline[3:5] == ["0.250", "0.250"]  # R@1, R@5: plain BM25 finds only the time task (below)
+
+
+def test_the_baseline_row_is_plain_bm25_as_find_tools_ranked_before() -> None:
+    """No stemming, no synonyms, no stop words: "remember" does not reach `create_entities`, and
+    "what ... is" words count, which is what made a set's difficulty show in this row."""
+    from bench.search.baseline import PlainBM25
+    from bench.search.corpus import documents, load_dumps
+
+    tools = [
+        doc.tool
+        for doc in documents(load_dumps(CATALOG))
+        if doc.tool.name.split("__")[0] in {"time", "memory", "filesystem"}
+    ]
+    ranked = PlainBM25(tools)
+    assert ranked.search("what time is it in Tokyo right now", 1)[0].name == "time__get_current_time"
+    assert "filesystem__read_text_file" not in [
+        t.name for t in ranked.search("show me what notes.md says", 10)
+    ]
+    assert not any(
+        t.name.endswith(("create_entities", "add_observations"))
+        for t in ranked.search("remember that Bob is my manager", 5)
+    )
 
 
 def test_json_lines_and_the_names_a_grader_might_write(tmp_path: Path) -> None:

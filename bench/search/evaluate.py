@@ -20,6 +20,7 @@ import mcp_types as types
 
 from bench.peers import FASTMCP, ensure_installed
 from bench.procs import LOOPBACK, free_port
+from bench.search.baseline import PlainBM25
 from bench.search.corpus import (
     CATALOG_DIR,
     HERE,
@@ -38,6 +39,8 @@ from toolweave.store import Database, SqlVectorStore
 
 ENCODING = "o200k_base"
 VECTOR_DB = HERE.parent / ".search-vectors.db"
+BASELINE = "plain BM25 (baseline)"
+"""The ranking before the search work (bench/search/baseline.py): says how hard a set is."""
 
 
 @dataclass
@@ -149,6 +152,11 @@ def evaluate(
     def ours(query: str) -> list[str]:
         return [tool.name for tool in index.search(query, 10)]
 
+    baseline = PlainBM25([doc.tool for doc in docs])
+
+    def before(query: str) -> list[str]:
+        return [tool.name for tool in baseline.search(query, 10)]
+
     results: dict = {"tools": len(docs), "servers": len(dumps), "sets": {}}
     every_query = [q.text for queries in sets.values() for q in queries]
     peer = fastmcp_rankings(dumps, every_query) if with_peer else None
@@ -167,6 +175,7 @@ def evaluate(
             row[f"toolweave hybrid (w={weight:g})"] = score(queries, fused.__getitem__)
         if peer:
             row["FastMCP 4.1.0 BM25"] = score(queries, peer_by_query.__getitem__)
+        row[BASELINE] = score(queries, before)
         results["sets"][name] = {"count": len(queries), "hard": sum(q.hard for q in queries), "rows": row}
     answers = [count(render_found(q, index.search(q, 5))) for q in every_query]
     results["tokens"] = {
