@@ -121,3 +121,34 @@ def test_bad_query_files_and_catalogs_are_named_with_what_is_wrong(tmp_path: Pat
     (empty / "broken.json").write_text('{"server": "x"}')
     done = bench_search("--catalog", str(empty))
     assert done.returncode == 1 and 'broken.json: expected {"server": name, "tools": [...]}' in done.stderr
+
+
+def test_the_tuning_script_reports_constants_no_worse_than_the_start(tmp_path: Path) -> None:
+    """`python -m bench.search.tune` searches the ranking's constants on a set of your own and prints
+    what it found; its result is never below where it started, and it reads only the files given."""
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    for server in ("time", "memory", "filesystem"):
+        shutil.copy(CATALOG / f"{server}.json", catalog)
+    queries = tmp_path / "mine.txt"
+    queries.write_text(
+        "time/get_current_time | what time is it in Tokyo right now\n"
+        "memory/create_entities, memory/add_observations | remember that Bob is my manager\n"
+        "filesystem/read_text_file | show me what notes.md says\n"
+        "filesystem/list_directory | which files are in my projects folder\n"
+    )
+    args = ["--rounds", "1", "--queries", str(queries), "--catalog", str(catalog)]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.search.tune", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("objective"))
+    start, best = (float(value) for value in line.split(": ", 1)[1].split(" -> "))
+    assert best >= start > 0
+    assert "mine: R@1" in done.stdout and "holdout" not in done.stdout
+    changed = [line for line in done.stdout.splitlines() if "  # was " in line]
+    assert changed if best > start else "no change beats the current constants" in done.stdout
