@@ -241,7 +241,7 @@ def test_general_vocabulary_reaches_a_tools_words() -> None:
     assert index.search("dm my teammate")[0].name == "chat__send_message"
 
 
-def test_a_word_in_the_name_counts_over_twice_one_in_a_description() -> None:
+def test_a_word_in_the_name_counts_over_two_and_a_half_times_one_in_a_description() -> None:
     tools = [
         tool("db__backup", description="Back up a database"),
         tool("db__restore", description="Restore a database from a backup"),
@@ -249,7 +249,7 @@ def test_a_word_in_the_name_counts_over_twice_one_in_a_description() -> None:
         tool("db__drop", description="Drop a database"),
     ]
     scores = ToolIndex(tools).scores("backup")
-    assert scores[0] > 2 * scores[1]
+    assert scores[0] > 2.5 * scores[1]  # k1 6 (at 3: 2.2 times)
 
 
 def test_a_tool_of_the_service_the_query_names_comes_first() -> None:

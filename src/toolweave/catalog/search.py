@@ -94,9 +94,10 @@ FIELD_LENGTH_NORMS: dict[str, float] = {
 """BM25's `b` per field: long descriptions should not win by repeating words; a backend's text is
 shared by all its tools, so its length says nothing."""
 
-K1 = 3.0
-"""BM25's term-frequency saturation: mild, so a word in a tool's name (weight 3) counts about twice
-one in a description, not barely more (at 1.2: 1.7 times)."""
+K1 = 6.0
+"""BM25's term-frequency saturation: mild, so a word in a tool's name (weight 3) counts about two and
+a half times one in a description, not barely more (at 1.2: 1.7 times; at 3: 2.2 times). Found by
+`python -m bench.search.tune`."""
 COVERAGE_POWER = 1.0
 """A tool's score is multiplied by (the query's words it matches / the query's words the index
 knows) to this power: a tool that matches every word of a task beats one that matches one word
