@@ -22,11 +22,17 @@ def bench_search(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_query_set_of_your_own_on_a_catalog_of_your_own(tmp_path: Path) -> None:
+def small_catalog(tmp_path: Path) -> Path:
+    """A catalog of your own: three of the bundled servers' dumps in a directory."""
     catalog = tmp_path / "catalog"
     catalog.mkdir()
     for server in ("time", "memory", "filesystem"):
         shutil.copy(CATALOG / f"{server}.json", catalog)
+    return catalog
+
+
+def test_a_query_set_of_your_own_on_a_catalog_of_your_own(tmp_path: Path) -> None:
+    catalog = small_catalog(tmp_path)
     queries = tmp_path / "mine.txt"
     queries.write_text(
         "# my own\n"
@@ -126,10 +132,7 @@ def test_bad_query_files_and_catalogs_are_named_with_what_is_wrong(tmp_path: Pat
 def test_the_tuning_script_reports_constants_no_worse_than_the_start(tmp_path: Path) -> None:
     """`python -m bench.search.tune` searches the ranking's constants on a set of your own and prints
     what it found; its result is never below where it started, and it reads only the files given."""
-    catalog = tmp_path / "catalog"
-    catalog.mkdir()
-    for server in ("time", "memory", "filesystem"):
-        shutil.copy(CATALOG / f"{server}.json", catalog)
+    catalog = small_catalog(tmp_path)
     queries = tmp_path / "mine.txt"
     queries.write_text(
         "time/get_current_time | what time is it in Tokyo right now\n"
