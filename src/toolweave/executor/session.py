@@ -16,6 +16,13 @@ CALL_SCOPE = "tools:call"
 class Session:
     """One caller: an MCP connection or API key, a REST caller, the CLI, a `Gateway` user.
 
+    Identity is `(tenant, subject, scopes)`, made once at the edge (`server/auth.py`)
+    and the same however the caller got in: `subject` is who acts, for records and
+    logs (the IdP's `sub` claim for an OAuth access token, the key's label
+    `key:tw_xxxxxxxx` for an API key, `local` for the operator without auth). It
+    decides nothing: visibility is the tenant's and powers are the scopes'.
+    `label` names the credential for per-credential limits (MCP session quotas).
+
     Its admission pools are found by identity (see `admission.Admission`): the
     `owner` object when there is one (a handshake-era MCP connection, whose pools
     live as long as it does), else the principal `(tenant, label, scopes)`, so an
@@ -30,6 +37,13 @@ class Session:
     extra: dict[str, Any] = field(default_factory=dict)
     owner: Any = None
     """The object whose lifetime is this session's (an MCP connection), or None for a principal."""
+    subject: str | None = None
+    """Who acts (see the class docstring); None means the same as `label`."""
+
+    @property
+    def caller(self) -> str:
+        """The subject to record as this call's caller: `subject`, else the credential's label."""
+        return self.subject if self.subject is not None else self.label
 
     @property
     def principal(self) -> Hashable:
@@ -47,6 +61,7 @@ class Session:
             self.label,
             self.extra,
             owner if owner is not None else self.owner,
+            self.subject,
         )
 
 

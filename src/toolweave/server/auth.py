@@ -1,6 +1,6 @@
 """API key authentication for `/mcp`, `/api/v1` and (off loopback) `/metrics`, as pure ASGI middleware.
 
-The caller's identity becomes a `Session(tenant, scopes)` in
+The caller's identity becomes a `Session(tenant, scopes, subject)` in
 `scope["toolweave.session"]`, where the MCP front and the REST API read it.
 Keys are verified through `toolweave.services.keys.KeyCache` (every MCP
 message is an HTTP request, so the database is asked once per key and a
@@ -31,11 +31,12 @@ METRICS_PATH = "/metrics"
 
 def local_session() -> Session:
     """Who calls when auth is off: the operator, with every scope and no tenant."""
-    return Session(tenant=None, scopes=ALL_SCOPES, label="local")
+    return Session(tenant=None, scopes=ALL_SCOPES, label="local", subject="local")
 
 
 def session_for(info: ApiKeyInfo) -> Session:
-    return Session(tenant=info.tenant, scopes=frozenset(info.scopes), label=f"key:{info.prefix}")
+    label = f"key:{info.prefix}"
+    return Session(tenant=info.tenant, scopes=frozenset(info.scopes), label=label, subject=label)
 
 
 def is_loopback_client(scope: Scope) -> bool:
