@@ -17,6 +17,7 @@ import httpx
 import orjson
 import pytest
 
+from support.api import without_instance
 from support.configs import python_backend
 from support.federation import FAST_HEARTBEAT, python_client, registered, served
 from support.processes import wait_until
@@ -142,6 +143,7 @@ async def test_every_call_is_one_tool_result_event_streamed_to_its_tenant_only(
         ("inv__stock", "federated", "ok", run["id"]),
         ("py__multiply", "python", "ok", run["id"]),
     ]
+    metrics = without_instance(metrics)
     assert 'toolweave_tool_results_total{source="federated",status="ok"}' in metrics
     assert 'toolweave_tool_results_total{source="python",status="error"} 1.0' in metrics
     logged = [r.event for r in caplog.records if r.name == "toolweave.trace"]  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from support.api import GREETER, AppFactory
+from support.api import GREETER, AppFactory, without_instance
 from support.configs import python_backend
 from toolweave.services.logs import configure_logging
 
@@ -21,7 +21,7 @@ API = "/api/v1"
 def sample(text: str, name: str, **labels: str) -> float:
     """The value of one series in the exposition text (0 when absent)."""
     wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
-    for line in text.splitlines():
+    for line in without_instance(text).splitlines():
         if line.startswith(f"{name}{{{wanted}}} "):
             return float(line.rsplit(" ", 1)[1])
     return 0.0

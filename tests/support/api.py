@@ -9,6 +9,7 @@ a real MCP client or the lifespan matter.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -128,6 +129,11 @@ class AppFactory:
     async def close_all(self) -> None:
         for api in list(self.opened):
             await self.close(api)
+
+
+def without_instance(exposition: str) -> str:
+    """`/metrics` text without the `instance` label every series carries, for comparing series."""
+    return re.sub(r'instance="[^"]*",?', "", exposition).replace("{}", "").replace(",}", "}")
 
 
 def problems(response: httpx.Response) -> list[tuple[str, str]]:

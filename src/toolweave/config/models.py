@@ -103,6 +103,9 @@ class GatewayConfig(StrictModel):
     """Redis for the change feed between gateways sharing a database (`""`: LISTEN/NOTIFY or polling)."""
     sync_interval: Duration = 5.0
     """How often a gateway sharing its database polls it for changes it missed (0: never)."""
+    instance: str = Field(default="", max_length=128)
+    """This replica's name: the `instance` label of its `/metrics` series, in `/healthz` and
+    `/readyz` (`""`: `hostname:pid`; see docs/deployment.md)."""
 
     @field_validator("separator")
     @classmethod

@@ -23,6 +23,7 @@ from toolweave.server.api import build_api
 from toolweave.server.auth import AuthMiddleware
 from toolweave.server.bodies import BodyLimitMiddleware
 from toolweave.server.federation import federation_route
+from toolweave.server.health import health_routes
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
@@ -194,7 +195,7 @@ def server_app(
         host=host,
         json_response=json_response,
         start_gateway=False,
-        extra_routes=[*ui_routes(rt), Mount("/", app=build_api(rt))],
+        extra_routes=[*health_routes(rt), *ui_routes(rt), Mount("/", app=build_api(rt))],
         middleware=[auth],
         federation=federation_route(
             rt.gateway, require_auth=rt.require_auth, keys=lambda: rt.key_cache if rt.started else None

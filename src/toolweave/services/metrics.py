@@ -10,11 +10,16 @@ children are cached per (tool, backend, kind, tenant).
 Who reads what: the operator (tenant None) every series; a tenant only the
 series labelled with its own tenant, and the tool count it is listed, so a
 tenant learns nothing of another's composites or traffic.
+
+Every series carries an `instance` label (`gateway.instance`, else `hostname:pid`), added at
+scrape time (`Labelled`), so the series of replicas scraped one by one, or summed, stay apart.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from typing import Any
 
 import mcp_types as types
@@ -41,11 +46,17 @@ OPERATOR_TENANT = ""
 TOOLS_GAUGE = "toolweave_tools"
 
 
+def default_instance() -> str:
+    """A replica's name when `gateway.instance` is empty: unique per process on a host."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 class Metrics:
     """One registry per app, so several gateways (or tests) in one process do not collide."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, *, instance: str = "") -> None:
         self.registry = registry or CollectorRegistry()
+        self.instance = instance or default_instance()
         labels = ("tool", "backend", "kind", "tenant")
         self.calls = Counter("toolweave_tool_calls", "Tool calls", labels, registry=self.registry)
         self.errors = Counter(
@@ -120,9 +131,25 @@ class Metrics:
             self.backend_up.labels(backend.name).set(1 if backend.status == "connected" else 0)
         if tenant is None:
             self.tools.set(sum(1 for _ in gateway.catalog.visible()))
-            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+            return generate_latest(Labelled(self.registry, self.instance)), CONTENT_TYPE_LATEST  # type: ignore[arg-type]
         view = TenantView(self.registry, tenant, len(gateway.catalog.listed_for(tenant)))
-        return generate_latest(view), CONTENT_TYPE_LATEST  # type: ignore[arg-type]
+        return generate_latest(Labelled(view, self.instance)), CONTENT_TYPE_LATEST  # type: ignore[arg-type]
+
+
+class Labelled:
+    """A collector's families with `instance` added to every sample (a collector's own wins)."""
+
+    def __init__(self, source: Any, instance: str) -> None:
+        self.source = source
+        self.instance = instance
+
+    def collect(self) -> Any:
+        for family in self.source.collect():
+            family.samples = [
+                sample._replace(labels={"instance": self.instance, **sample.labels})
+                for sample in family.samples
+            ]
+            yield family
 
 
 class TenantView:

@@ -75,7 +75,7 @@ class ServerRuntime:
         self.connections = ConnectionRepository(self.db)
         self.tenants = TenantRepository(self.db)
         self.key_cache = KeyCache(self.keys)
-        self.metrics = Metrics()
+        self.metrics = Metrics(instance=config.gateway.instance)
         self.runs = SqlRunStore(self.db)
         self.tenant_backends = TenantBackends(self.connections)
         self._tenant_reconnects: dict[str, float] = {}
@@ -93,6 +93,8 @@ class ServerRuntime:
         """`auto` (see `toolweave.services.change_feed`), `poll` (polling only) or `off`."""
         self.sync: ChangeFeed | None = None
         self.started = False
+        self.database_ready = False
+        """The database is open and migrated (`GET /readyz`)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.relay: FederationRelay | None = None
         self._gateway_lock: GatewayLock | None = None
@@ -103,6 +105,7 @@ class ServerRuntime:
         ChangeFeed.check(settings.redis_url, self.db, self.sync_mode)
         self._lock_unshared_sqlite()
         await self.db.start()
+        self.database_ready = True
         await self.runs.start()
         await self.gateway.start(wait=self.wait_for_backends)
         self.definitions = DefinitionService(self.gateway, self.composites, self.tenants)
@@ -256,6 +259,7 @@ class ServerRuntime:
             await self.gateway.stop()
         with contextlib.suppress(Exception):
             await self.runs.close()
+        self.database_ready = False
         await self.db.close()
         if self._gateway_lock is not None:
             self._gateway_lock.release()
