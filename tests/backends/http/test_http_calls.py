@@ -48,6 +48,23 @@ async def test_path_parameters_follow_style_and_are_percent_encoded(
     assert (await echo(gw, "pathEncoded", {"name": "a b/c?d#e"}))["path"] == "/echo/item/a%20b%2Fc%3Fd%23e"
 
 
+async def test_a_path_argument_never_makes_a_dot_segment(open_gateway: OpenGateway, api_url: str) -> None:
+    """`.` and `..` are unreserved, so percent-encoding leaves them, and the HTTP client (or any proxy
+    or server after it) resolves them: `/echo/item/..` became `GET /echo/` with the operator's
+    credentials. Such a segment (or an empty one) is refused before anything is sent."""
+    gw = await api_gateway(open_gateway, api_url)
+    for name in ("..", "."):
+        refused = await gw.call("api__pathEncoded", {"name": name})
+        assert refused.is_error and "Nothing was called" in text(refused), text(refused)
+        assert "path segment" in text(refused)
+    label = await gw.call("api__pathLabel", {"ids": ["."]})  # label style: "." + "." is ".."
+    assert label.is_error and "path segment" in text(label), text(label)
+    # dots that do not make a whole segment are sent as they are, one segment
+    assert (await echo(gw, "pathEncoded", {"name": "..."}))["path"] == "/echo/item/..."
+    assert (await echo(gw, "pathEncoded", {"name": "a/../.."}))["path"] == "/echo/item/a%2F..%2F.."
+    assert (await echo(gw, "pathEncoded", {"name": "%2e%2e"}))["path"] == "/echo/item/%252e%252e"
+
+
 async def test_query_parameters_of_every_style(open_gateway: OpenGateway, api_url: str) -> None:
     gw = await api_gateway(open_gateway, api_url)
     got = await echo(

@@ -13,6 +13,10 @@
 
 Values are percent-encoded (RFC 3986 unreserved characters stay), so an argument
 can never add a path segment, a query parameter or a header line of its own.
+Dots are unreserved, so a path argument of `.` or `..` (or an empty one) would
+make a segment that HTTP clients, proxies and servers resolve away
+(`/projects/{p}/members/{m}` with `m=".."` is `/projects/p`): such a
+segment is refused before anything is sent.
 Arguments that are absent or null are not sent. Form bodies send arrays as
 repeated fields and nested objects as `name[key]=value`.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import orjson
 
@@ -62,6 +66,7 @@ def build_request(spec: OperationSpec, arguments: Mapping[str, Any]) -> RequestP
             if value is None:
                 raise ArgumentError(f"missing required path argument {param.prop!r}")
             parts.path = parts.path.replace("{" + param.name + "}", _path_value(param, value))
+            _check_segments(spec.path, parts.path, param.prop)
         elif value is None:
             continue
         elif param.location == "query":
@@ -75,6 +80,26 @@ def build_request(spec: OperationSpec, arguments: Mapping[str, Any]) -> RequestP
     if spec.body is not None:
         _body(parts, spec.body, arguments)
     return parts
+
+
+_DOT_SEGMENTS = frozenset({"", ".", ".."})
+
+
+def _check_segments(template: str, path: str, prop: str) -> None:
+    """Refuse a path whose argument made a segment that normalises away (`.`, `..`, empty; also
+    percent-encoded as `%2e`, which servers decode before resolving). Segments the operator wrote
+    stay as written; with `allowReserved` an argument may add segments, and each of those is checked."""
+    written = template.split("/")
+    segments = path.split("/")
+    same_shape = len(segments) == len(written)
+    for index, segment in enumerate(segments):
+        if index == 0 or (same_shape and written[index] == segment):
+            continue
+        if unquote(segment) in _DOT_SEGMENTS:
+            raise ArgumentError(
+                f"path argument {prop!r} would make the path segment {segment!r}, which HTTP resolves "
+                "away (., .. or empty); it is refused, never sent"
+            )
 
 
 def fill_template(template: str, arguments: Mapping[str, Any], *, encode: bool = True) -> str:
