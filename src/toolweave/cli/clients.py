@@ -4,6 +4,11 @@
 or given as a path). `connect CLIENT` adds the gateway to that client's configuration, over stdio (the
 client starts `toolweave serve --stdio`) or HTTP (a running gateway, with its API key), keeping a copy
 of the file it changes.
+
+Both write only regular files, never through a symbolic link (a project's `.vscode/mcp.json` may be a
+link someone committed, pointing anywhere; `init -o` to a dangling link would create its target): a
+link is refused, and a file is replaced by a new one written beside it and renamed over it. A file
+holding an API key is made readable by its owner only (0600).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -121,10 +127,11 @@ def init(
     backends, problems = backends_from_servers(servers)
     for problem in problems:
         err.print(f"  [yellow]skipped[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
+    refuse_link(output)
     if output.exists() and not force:
         err.print(f"[red]{escape(str(output))} exists[/]; give --force to overwrite it or -o another path")
         raise typer.Exit(1)
-    output.write_text(starter_toml(path, backends), encoding="utf-8")
+    write_file(output, starter_toml(path, backends))
     out.print(
         f"wrote {escape(str(output))}: {len(backends)} backend(s) from {escape(str(path))}. "
         f"Next: toolweave validate -c {escape(str(output))}, then toolweave serve -c {escape(str(output))}",
@@ -151,10 +158,29 @@ def starter_toml(source: Path, backends: list[dict[str, Any]]) -> str:
 def _toml(value: Any) -> str:
     """Strings, lists of strings and flat tables of strings: all an mcpServers entry holds."""
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{toml_string(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
     if isinstance(value, list):
         return "[" + ", ".join(_toml(item) for item in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+    return toml_string(str(value))
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string holding `text` exactly. TOML forbids raw control characters (U+0000-U+001F
+    but tab, and DEL U+007F, which JSON leaves raw); those, the C1 controls and `"` and `\\` are escaped.
+    A lone surrogate (a JSON `\\ud800`) is no Unicode scalar and cannot be written: it becomes U+FFFD."""
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            out.append(f"\\u{code:04x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\\ufffd")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
 
 
 # -- connect -------------------------------------------------------------------------------------
@@ -183,6 +209,7 @@ def connect(
 
     client = client_or_exit(client_name)
     path = file or find_file(client) or client.places()[0]
+    refuse_link(path)
     document = read_json(path) if path.is_file() else {}
     servers = document.setdefault(client.key, {})
     if not isinstance(servers, dict):
@@ -204,8 +231,10 @@ def connect(
     backup = _backup(path)
     servers[name] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    holds_key = bool(http and key)
+    write_file(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n", private=holds_key)
     kept = f" (the previous file is kept as {backup})" if backup else ""
+    kept += "; it holds the key, so only you can read it (0600)" if holds_key else ""
     out.print(
         f"added {escape(name)!r} to {client.title}'s {escape(str(path))}{escape(kept)}; restart {client.title} to use it",
         highlight=False,
@@ -214,8 +243,61 @@ def connect(
 
 
 def _backup(path: Path) -> Path | None:
+    """A copy of `path` beside it, with its mode (it may hold a key too), created new: never a link."""
     if not path.is_file():
         return None
     backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
-    shutil.copy2(path, backup)
+    data = path.read_bytes()
+    mode = stat.S_IMODE(path.stat().st_mode)
+    try:
+        descriptor = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+    except FileExistsError:
+        err.print(f"[red]{escape(str(backup))} exists[/]; try again in a second")
+        raise typer.Exit(1) from None
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
     return backup
+
+
+# -- writing files -------------------------------------------------------------------------------
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def refuse_link(path: Path) -> None:
+    """Exit when `path` is a symbolic link (dangling or not), or, given relative (a project's
+    `.vscode/mcp.json`), one of its folders is: toolweave writes only regular files it names."""
+    folders = list(path.parents)[:-1] if not path.is_absolute() else []
+    for place in (path, *folders):
+        if place.is_symlink():
+            err.print(
+                f"[red]{escape(str(place))} is a symbolic link[/] (to {escape(os.readlink(place))}); "
+                "toolweave writes only regular files: give the path of the file itself",
+                soft_wrap=True,
+            )
+            raise typer.Exit(1)
+
+
+def write_file(path: Path, text: str, *, private: bool = False) -> None:
+    """Write `text` to a new file beside `path` and rename it over `path`: a link put there meanwhile is
+    replaced, never followed. `private`: mode 0600 (it holds a key); otherwise the mode `path` had, or
+    0644 less the umask for a new file."""
+    if private:
+        mode = 0o600
+    elif path.is_file():
+        mode = stat.S_IMODE(path.stat().st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.unlink(missing_ok=True)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(partial, mode)  # os.open's mode passes through the umask; a private file must be 0600
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
