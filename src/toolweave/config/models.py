@@ -381,6 +381,11 @@ class FederationConfig(StrictModel):
     enabled: bool = True
     max_frame_bytes: int = Field(default=1 << 20, ge=4096, le=64 << 20)
     """A larger WebSocket message closes the connection (1009); bounds what one client costs the gateway."""
+    max_frames_per_second: int = Field(default=200, ge=1, le=1_000_000)
+    """Frames one connection may send a second (bursts of two seconds' worth); a flood is closed (4429)."""
+    max_bytes_per_second: int = Field(default=8 << 20, ge=4096, le=1 << 30)
+    """Characters one connection may send a second (bursts of two seconds' worth, and at least two
+    `max_frame_bytes` frames); more closes the connection (4429)."""
     max_tools: int = Field(default=256, ge=1, le=4096)
     """Tools one namespace may register."""
     max_clients: int = Field(default=16, ge=1, le=1024)

@@ -34,6 +34,9 @@ INTERNAL = 1011
 UNAUTHORIZED = 4401
 FORBIDDEN = 4403
 HEARTBEAT = 4408
+FLOODED = 4429
+"""Sent more frames or bytes a second than `[federation] max_frames_per_second` / `max_bytes_per_second`
+allow; not final: the client reconnects after its backoff."""
 REJECTED = 4422
 DISABLED = 4404
 FINAL_CODES = frozenset({UNSUPPORTED, INVALID, TOO_BIG, UNAUTHORIZED, FORBIDDEN, REJECTED, DISABLED})

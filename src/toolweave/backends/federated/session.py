@@ -23,7 +23,9 @@ from toolweave.backends.federated import protocol
 from toolweave.backends.federated.federation import Federation
 from toolweave.backends.federated.manifest import Manifest, read_manifest
 from toolweave.backends.federated.peer import Channel, FederatedPeer, PeerLost, RpcError
+from toolweave.config.models import FederationConfig
 from toolweave.problems import Problem
+from toolweave.rates import TokenBucket
 
 logger = logging.getLogger("toolweave.federation")
 
@@ -49,7 +51,7 @@ async def serve_client(
         channel, label=label, tenant=tenant, key_id=key_id, max_frame_bytes=settings.max_frame_bytes
     )
     federation.peers.add(peer)
-    reader = asyncio.create_task(_read(peer, receive), name=f"federation-read:{label}")
+    reader = asyncio.create_task(_read(peer, receive, FrameBudget(settings)), name=f"federation-read:{label}")
     try:
         manifest = await _register(federation, peer, namespace, reader)
         if manifest is not None:
@@ -66,20 +68,60 @@ async def serve_client(
         logger.info("federation: %s disconnected: %s", label, peer.closed)
 
 
-async def _read(peer: FederatedPeer, receive: Receive) -> str:
-    """Hand every frame to the peer; returns why the connection ended."""
+class FrameBudget:
+    """What one connection may send: frames and characters a second, each with a two-second burst.
+
+    Every frame costs the gateway parsing and dispatch on the event loop that serves every
+    tenant, whether or not the client ever registers; a connection sending faster than the budget
+    is a flood, and is closed (4429) with a reason naming the setting.
+    """
+
+    BURST_SECONDS = 2.0
+
+    def __init__(self, settings: FederationConfig) -> None:
+        self.settings = settings
+        self.frames = TokenBucket(
+            settings.max_frames_per_second, settings.max_frames_per_second * self.BURST_SECONDS
+        )
+        burst = max(settings.max_bytes_per_second * self.BURST_SECONDS, 2.0 * settings.max_frame_bytes)
+        self.bytes = TokenBucket(settings.max_bytes_per_second, burst)
+
+    def spend(self, frame: str | bytes) -> str | None:
+        """Charge one frame; why the connection must be closed when it is over budget, else None."""
+        if not self.frames.take():
+            limit = self.settings.max_frames_per_second
+            return f"flooding: more than {limit} frames a second ([federation] max_frames_per_second)"
+        if not self.bytes.take(len(frame)):
+            limit = self.settings.max_bytes_per_second
+            return f"flooding: more than {limit} bytes a second ([federation] max_bytes_per_second)"
+        return None
+
+
+async def _read(peer: FederatedPeer, receive: Receive, budget: FrameBudget) -> str:
+    """Hand every frame to the peer; returns why the connection ended.
+
+    Frames already queued by the server come back from `receive` without suspending, so this
+    loop yields after each one: connections take turns with each other and with every other
+    request on the event loop, instead of one socket's backlog running to its end.
+    """
     while True:
         frame = await receive()
         if frame is None:
             reason = "the client closed the connection"
             peer.lost(reason)
             return reason
+        flooded = budget.spend(frame)
+        if flooded is not None:
+            logger.warning("federation: %s closed: %s", peer.label, flooded)
+            await peer.close(protocol.FLOODED, flooded)
+            return flooded
         try:
             await peer.received(frame)
         except protocol.FrameError as error:
             logger.warning("federation: %s sent a bad frame: %s", peer.label, error)
             await peer.close(error.code, str(error))
             return str(error)
+        await asyncio.sleep(0)
 
 
 async def _register(
