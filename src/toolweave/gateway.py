@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,10 @@ class Gateway:
         self._reported_issues: list[Any] = []
         self._executor: ToolExecutor | None = None
         self._started = False
+        self._startup_deadline: float | None = None
+        """When waiting for backends' first connection attempts stops (monotonic seconds): start + startup_timeout."""
+        self._first_attempts_over = False
+        """Once no backend is on its first attempt (or the deadline passed), nothing will be waited for again."""
         self.federation = Federation(
             config, lookup=lambda name: self.registry.catalog.get(name), changed=self.rebuild
         )
@@ -112,6 +117,7 @@ class Gateway:
 
     async def start(self, *, wait: bool = True) -> None:
         """Connect every backend concurrently; with `wait`, until each is up or the startup timeout passes."""
+        self._startup_deadline = time.monotonic() + self.config.gateway.startup_timeout
         for backend_config in self.config.backends:
             if not backend_config.enabled:
                 continue
@@ -133,13 +139,27 @@ class Gateway:
         offer is missing from the catalog without anything being wrong."""
         return any(backend.status == "starting" for backend in self.backends.values())
 
-    async def wait_for_first_connections(self) -> bool:
-        """Wait until every backend still on its first connection attempt has finished it (at most
-        gateway.startup_timeout) and the catalog has been rebuilt; True when there was one to wait for."""
-        starting = [backend for backend in self.backends.values() if backend.status == "starting"]
-        if not starting:
+    def first_connections_pending(self) -> bool:
+        """Whether a backend is still on its first connection attempt and gateway.startup_timeout has not
+        passed since start: a listing or call now would miss tools that are only late. Cheap: once
+        False it stays False (no backend makes a first attempt twice)."""
+        if self._first_attempts_over:
             return False
-        timeout = self.config.gateway.startup_timeout
+        if self._startup_deadline is None:
+            return False  # not started: nothing is connecting
+        if self.backends_starting() and time.monotonic() < self._startup_deadline:
+            return True
+        self._first_attempts_over = True
+        return False
+
+    async def wait_for_first_connections(self) -> bool:
+        """Wait until every backend still on its first connection attempt has finished it (at most until
+        gateway.startup_timeout has passed since start, however many callers ask) and the catalog has
+        been rebuilt; True when there was one to wait for."""
+        if not self.first_connections_pending() or self._startup_deadline is None:
+            return False
+        starting = [backend for backend in self.backends.values() if backend.status == "starting"]
+        timeout = max(0.0, self._startup_deadline - time.monotonic())
         await asyncio.gather(*(backend.wait_ready(timeout) for backend in starting))
         if self._rebuild_pending:  # their status change scheduled one for the next loop turn: now
             self.rebuild()

@@ -48,7 +48,11 @@ async def test_serve_listens_before_a_slow_backend_and_announces_its_tools_when_
 ) -> None:
     slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": str(SLOW_START)}, connect_timeout="120s")
     both = {"name": "echo_both", "tools": ["slow/echo", "py/greet"]}  # names a tool of the slow backend
-    path = write_config({"gateway": gateway, "backends": [slow, python_backend()], "composite_tools": [both]})
+    # a listing waits for a backend's first attempt at most startup_timeout from start: here far less than SLOW_START
+    settings = {**gateway, "startup_timeout": "1s"}
+    path = write_config(
+        {"gateway": settings, "backends": [slow, python_backend()], "composite_tools": [both]}
+    )
     port = free_port()
     process = serve(path, "--port", str(port))
     try:

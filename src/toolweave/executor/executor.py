@@ -63,7 +63,11 @@ class ToolExecutor:
             arguments = {}
         catalog = self.registry.catalog
         entry = catalog.entries.get(name)
-        if entry is None and not catalog.is_search_tool(name) and await self._waited_for_startup():
+        if (
+            entry is None
+            and (not catalog.is_search_tool(name) or name == search_mode.FIND_TOOLS)
+            and await self._waited_for_startup()
+        ):
             catalog = self.registry.catalog  # rebuilt with the backends that came up meanwhile
             entry = catalog.entries.get(name)
         if entry is None or not entry.listed_to(self.session.tenant):
@@ -249,7 +253,8 @@ class ToolExecutor:
     # -- unknown names ---------------------------------------------------------
 
     async def _waited_for_startup(self) -> bool:
-        """An unknown name may belong to a backend still connecting for the first time: wait for those."""
+        """An unknown name may belong to a backend still connecting for the first time, and `find_tools`
+        would miss its tools: wait for those."""
         wait = self.registry.startup_wait
         return wait is not None and await wait()
 

@@ -25,7 +25,9 @@ async def list_tools(
     caller: Session = Depends(require(READ)), rt: ServerRuntime = Depends(runtime)
 ) -> ToolList:
     """Exactly what `tools/list` answers this caller (search mode: `find_tools`, `call_tool` and the
-    pinned tools), each tool as MCP sends it. `toolweave tools` prints this list."""
+    pinned tools), each tool as MCP sends it. `toolweave tools` prints this list. Right after start
+    it waits, as `tools/list` does, for backends still on their first connection attempt."""
+    await rt.gateway.wait_for_first_connections()
     listed = rt.gateway.list_tools(caller.tenant)
     return ToolList(tools=[tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in listed])
 
@@ -44,6 +46,7 @@ async def export_tools(
     """Composites with their mini-prompt descriptions; always a list, in listing order. An unknown
     name is a 404 naming it. `toolweave export` prints this list."""
     gateway = rt.gateway
+    await gateway.wait_for_first_connections()
     listed = [entry.name for entry in gateway.catalog.listed_for(caller.tenant)]
     unknown = [wanted for wanted in name or () if wanted not in listed]
     if unknown:
@@ -62,6 +65,7 @@ async def list_ai_tools(
     workflows are `composite`. API-defined composites that are not served (draft, disabled,
     degraded) are listed too, with their status."""
     gateway = rt.gateway
+    await gateway.wait_for_first_connections()
     rows = {row.name: row for row in await service.repo.list(caller.tenant)}
     tools = []
     for entry in gateway.catalog.listed_for(caller.tenant):

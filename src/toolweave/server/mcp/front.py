@@ -253,6 +253,7 @@ class MCPFront:
         self._remember_legacy(ctx)
         session = self._session(ctx)
         require_scope(session, "tools/list")
+        await self.listing_ready()
         tools = self.gateway.list_tools(session.tenant)
         return types.ListToolsResult(tools=self._with_found(ctx, session.tenant, tools))
 
@@ -306,8 +307,16 @@ class MCPFront:
                 return await self._fast_call(ctx, call)
         elif method == "tools/list" and self._plain_list(ctx):
             self._remember_legacy(ctx)
+            await self.listing_ready()
             return self._listing(ctx)
         return await call_next(ctx)
+
+    async def listing_ready(self) -> None:
+        """Before a `tools/list` is answered: while a backend makes its first connection attempt, wait for
+        it (at most gateway.startup_timeout from start), as a call does. Clients that list once and
+        ignore `list_changed` would otherwise never see the tools of a backend that is only late."""
+        if self.gateway.first_connections_pending():
+            await self.gateway.wait_for_first_connections()
 
     def _ready(self, ctx: Any) -> bool:
         """Past the handshake (the SDK's init gate), or a 2026-07-28 request (born ready)."""

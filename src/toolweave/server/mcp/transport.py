@@ -261,6 +261,7 @@ class PlainModernLane:
         params = message.get("params")
         request_id = orjson.dumps(message["id"])
         if message["method"] == "tools/list":
+            await self.front.listing_ready()
             listing = self.front.plain_listing(scope, verdict, params)
             if listing is None:
                 return None
