@@ -22,6 +22,7 @@ TABLES = {
     "composite_tool_versions",
     "connections",
     "gateway_instances",
+    "ui_sessions",
     "runs",
     "run_steps",
 }

@@ -12,7 +12,7 @@ import hashlib
 import time
 from collections import OrderedDict
 
-from toolweave.store import ApiKeyInfo, KeyRepository
+from toolweave.store import ApiKeyInfo, KeyRepository, NotFound
 
 CACHE_SECONDS = 10.0
 """How long a verified (or rejected) key is trusted without asking the database again."""
@@ -27,6 +27,8 @@ class KeyCache:
         self._ttl = ttl
         self._size = size
         self._entries: OrderedDict[str, tuple[float, ApiKeyInfo | None]] = OrderedDict()
+        self._by_id: OrderedDict[str, tuple[float, ApiKeyInfo | None]] = OrderedDict()
+        """Keys looked up by id (the web UI's sessions keep the id, never the key)."""
 
     async def verify(self, plaintext: str) -> ApiKeyInfo | None:
         digest = hashlib.sha256(plaintext.encode()).hexdigest()
@@ -41,11 +43,31 @@ class KeyCache:
             self._entries.popitem(last=False)
         return info
 
+    async def by_id(self, key_id: str) -> ApiKeyInfo | None:
+        """The key with this id while it is valid (None: unknown, deleted or revoked), cached alike."""
+        now = time.monotonic()
+        found = self._by_id.get(key_id)
+        if found is not None and found[0] > now:
+            return found[1]
+        try:
+            info: ApiKeyInfo | None = await self._keys.get(key_id)
+        except NotFound:
+            info = None
+        if info is not None and info.revoked:
+            info = None
+        self._by_id[key_id] = (now + self._ttl, info)
+        self._by_id.move_to_end(key_id)
+        while len(self._by_id) > self._size:
+            self._by_id.popitem(last=False)
+        return info
+
     def forget_key(self, key_id: str) -> None:
         """Drop a key (revoked in this process) so its next request is checked again."""
+        self._by_id.pop(key_id, None)
         for digest, (_expiry, info) in list(self._entries.items()):
             if info is not None and info.id == key_id:
                 self._entries.pop(digest, None)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._by_id.clear()

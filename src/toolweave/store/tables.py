@@ -163,6 +163,17 @@ gateway_instances = Table(
     Column("last_seen", Float, nullable=False),
 )
 
+ui_sessions = Table(
+    "ui_sessions",
+    metadata,
+    Column("id_hash", String(64), primary_key=True),
+    Column("key_id", String(32), nullable=False, index=True),
+    Column("created_at", Float, nullable=False),
+    Column("last_seen", Float, nullable=False, index=True),
+)
+"""The web UI's logged-in browser sessions: the SHA-256 of the cookie and the API key it acts
+with (its id, never the key), so any gateway sharing the database serves any browser."""
+
 tool_vectors = Table(
     "tool_vectors",
     metadata,

@@ -24,6 +24,7 @@ from toolweave.server.auth import local_session, session_for
 from toolweave.server.ui.security import secure
 from toolweave.server.ui.sessions import COOKIE, SessionStore, UiSession
 from toolweave.services.runtime import ServerRuntime
+from toolweave.store.ui_sessions import UiSessionRepository
 from toolweave.ui import TEMPLATES
 
 READ, CALL, ADMIN = "tools:read", "tools:call", "tools:admin"
@@ -54,7 +55,7 @@ class UiApp:
 
     def __init__(self, runtime: ServerRuntime) -> None:
         self.runtime = runtime
-        self.sessions = SessionStore(idle_seconds=runtime.config.ui.session_idle)
+        self.sessions = SessionStore(UiSessionRepository(runtime.db, runtime.config.ui.session_idle))
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(TEMPLATES)),
             autoescape=True,  # everything from a backend or a user is escaped, always
@@ -85,7 +86,11 @@ class UiApp:
         """`handler` behind the session, login, scope and CSRF checks, with the security headers."""
 
         async def endpoint(request: Request) -> Response:
-            browser, fresh = self._browser(request)
+            if not self.runtime.started:
+                return secure(
+                    self.problem(None, 503, "Starting", "The gateway is still starting; reload in a moment.")
+                )
+            browser, fresh = await self._browser(request)
             response = await self._guarded(request, browser, handler, scope)
             if fresh or request.scope.get("toolweave.ui.rotated"):
                 self._set_cookie(request, response, request.scope.get("toolweave.ui.rotated") or browser)
@@ -96,8 +101,6 @@ class UiApp:
 
     async def _guarded(self, request: Request, browser: UiSession, handler: Handler, scope: str) -> Response:
         rt = self.runtime
-        if not rt.started:
-            return self.problem(None, 503, "Starting", "The gateway is still starting; reload in a moment.")
         if request.method not in SAFE_METHODS and not browser.csrf_matches(await _csrf_token(request)):
             return self.problem(
                 None,
@@ -120,24 +123,25 @@ class UiApp:
         rt = self.runtime
         if not rt.require_auth:
             return local_session()
-        if browser.api_key is None:
+        if browser.key_id is None:
             return None
-        info = await rt.key_cache.verify(browser.api_key)
+        info = await rt.key_cache.by_id(browser.key_id)
         if info is None:
-            browser.api_key = None  # revoked or expired: forget it, ask again
+            await self.sessions.drop(browser.id)  # revoked or deleted: forget it, ask again
+            browser.key_id = None
             return None
         return session_for(info)
 
-    def _browser(self, request: Request) -> tuple[UiSession, bool]:
-        found = self.sessions.get(request.cookies.get(COOKIE))
+    async def _browser(self, request: Request) -> tuple[UiSession, bool]:
+        found = await self.sessions.get(request.cookies.get(COOKIE), logins=self.runtime.require_auth)
         if found is not None:
             return found, False
         return self.sessions.create(), True
 
-    def rotate(self, context: PageContext, api_key: str | None) -> UiSession:
+    async def rotate(self, context: PageContext, key_id: str | None) -> UiSession:
         """A new session id and CSRF token (at login and logout), so a planted cookie gains nothing."""
-        self.sessions.drop(context.browser.id)
-        fresh = self.sessions.create(api_key)
+        await self.sessions.drop(context.browser.id)
+        fresh = self.sessions.create() if key_id is None else await self.sessions.log_in(key_id)
         context.request.scope["toolweave.ui.rotated"] = fresh
         return fresh
 

@@ -251,9 +251,9 @@ class Pages:
                 next=target,
                 error="That API key is unknown, malformed or revoked.",
             )
-        self.ui.rotate(ctx, key)
+        await self.ui.rotate(ctx, info.id)
         return RedirectResponse(target, status_code=303)
 
     async def logout(self, ctx: PageContext) -> Response:
-        self.ui.rotate(ctx, None)
+        await self.ui.rotate(ctx, None)
         return RedirectResponse("/login" if ctx.runtime.require_auth else "/", status_code=303)

@@ -1,79 +1,82 @@
-"""Browser sessions of the web UI: an opaque cookie naming a server-side record, and its CSRF token.
+"""Browser sessions of the web UI: an opaque cookie, its CSRF token, and (once logged in) the key.
 
-The API key a person types once is kept only here, in the gateway's memory, never in
-the browser: the cookie is a random id (HttpOnly, SameSite=Strict). Every request
-re-verifies the key through the key cache, so a revoked key ends its sessions. Each
-session has its own CSRF token, which every state-changing request must carry.
+The cookie is a random id (HttpOnly, SameSite=Strict). Nothing about a browser lives in one
+gateway's memory, so any gateway behind a plain round-robin balancer serves any request:
+
+- **CSRF** is derived from the cookie (`HMAC-SHA256(cookie, "toolweave-ui-csrf")`), so a login
+  form served by one gateway is accepted by another, and a browser that never logged in
+  costs no storage at all (a flood of cookie-less requests writes nothing). Knowing the token
+  does not reveal the cookie; a page of another site can read neither.
+- **A login** is a row in the shared database (`store.ui_sessions`): the cookie's SHA-256 and the
+  id of the API key, never the key. Each request looks the key up by id (briefly cached), so a
+  revoked key ends its sessions on every gateway.
+
+A login and a logout each start a new id (no fixation).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
-import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from toolweave.store.ui_sessions import UiSessionRepository
 
 COOKIE = "tw_ui_session"
-MAX_SESSIONS = 10_000
-"""Logged-in sessions kept at most (the least recently used is dropped beyond it)."""
-MAX_ANONYMOUS = 2_000
-"""Sessions without a key (a login form, a UI without auth) kept at most, apart from the logged-in
-ones: a flood of cookie-less requests can only push out other anonymous sessions, never a login."""
+ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+MAX_ID_LENGTH = 64
+"""A cookie longer than this, or with other characters, is no session: a fresh one starts."""
+_CSRF_CONTEXT = b"toolweave-ui-csrf"
+
+
+def csrf_for(session_id: str) -> str:
+    return hmac.new(session_id.encode(), _CSRF_CONTEXT, hashlib.sha256).hexdigest()
 
 
 @dataclass(slots=True)
 class UiSession:
-    """One browser's session: its CSRF token and, once logged in, the API key it acts with."""
+    """One browser's session: its id and, once logged in, the id of the API key it acts with."""
 
     id: str
-    csrf: str
-    api_key: str | None = None
-    last_seen: float = field(default_factory=time.monotonic)
+    key_id: str | None = None
+
+    @property
+    def csrf(self) -> str:
+        return csrf_for(self.id)
 
     def csrf_matches(self, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(token.encode(), self.csrf.encode())
 
 
 class SessionStore:
-    """Sessions in memory, least recently used first, anonymous and logged-in apart; idle ones expire."""
+    """Anonymous sessions are the cookie alone; logged-in ones are rows of the shared database."""
 
-    def __init__(
-        self, idle_seconds: float, max_sessions: int = MAX_SESSIONS, max_anonymous: int = MAX_ANONYMOUS
-    ) -> None:
-        self.idle_seconds = idle_seconds
-        self._limits = {True: max_sessions, False: max_anonymous}
-        self._pools: dict[bool, OrderedDict[str, UiSession]] = {True: OrderedDict(), False: OrderedDict()}
+    def __init__(self, repository: UiSessionRepository) -> None:
+        self._logins = repository
 
-    def get(self, session_id: str | None) -> UiSession | None:
-        if not session_id:
+    @staticmethod
+    def well_formed(session_id: str | None) -> bool:
+        return bool(session_id) and len(session_id) <= MAX_ID_LENGTH and set(session_id) <= ID_CHARS  # type: ignore[arg-type]
+
+    async def get(self, session_id: str | None, *, logins: bool = True) -> UiSession | None:
+        """The cookie's session, None for no or a malformed cookie. With `logins` (auth on) the
+        database says whether it is logged in; without, no page view queries anything."""
+        if session_id is None or not self.well_formed(session_id):
             return None
-        for pool in self._pools.values():
-            found = pool.get(session_id)
-            if found is None:
-                continue
-            now = time.monotonic()
-            if now - found.last_seen > self.idle_seconds:
-                del pool[session_id]
-                return None
-            found.last_seen = now
-            pool.move_to_end(session_id)
-            return found
-        return None
+        key_id = await self._logins.key_of(session_id) if logins else None
+        return UiSession(id=session_id, key_id=key_id)
 
-    def create(self, api_key: str | None = None) -> UiSession:
-        """A new session with a fresh id and CSRF token (a login always gets a new id: no fixation)."""
-        session = UiSession(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32), api_key=api_key)
-        logged_in = api_key is not None
-        pool = self._pools[logged_in]
-        pool[session.id] = session
-        while len(pool) > self._limits[logged_in]:
-            pool.popitem(last=False)
+    @staticmethod
+    def create() -> UiSession:
+        """A new anonymous session (nothing stored until it logs in)."""
+        return UiSession(id=secrets.token_urlsafe(32))
+
+    async def log_in(self, key_id: str) -> UiSession:
+        """A new session id acting with the key `key_id` (a login always gets a new id: no fixation)."""
+        session = UiSession(id=secrets.token_urlsafe(32), key_id=key_id)
+        await self._logins.create(session.id, key_id)
         return session
 
-    def drop(self, session_id: str) -> None:
-        for pool in self._pools.values():
-            pool.pop(session_id, None)
-
-    def __len__(self) -> int:
-        return sum(len(pool) for pool in self._pools.values())
+    async def drop(self, session_id: str) -> None:
+        await self._logins.drop(session_id)
