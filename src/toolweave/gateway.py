@@ -24,6 +24,7 @@ from toolweave.backends.federated import Federation
 from toolweave.backends.federated.protocol import GOING_AWAY
 from toolweave.catalog.catalog import Catalog
 from toolweave.catalog.semantic import SemanticRanker, VectorStore
+from toolweave.catalog.servers import listing_key
 from toolweave.config.loader import load_config
 from toolweave.config.models import Config
 from toolweave.executor import (
@@ -38,6 +39,7 @@ from toolweave.executor import (
     ToolExecutor,
 )
 from toolweave.runs import MemoryRunStore, RunStore
+from toolweave.servers import VirtualServers
 
 logger = logging.getLogger("toolweave.gateway")
 ToolsChanged = Callable[[], None]
@@ -97,6 +99,9 @@ class Gateway:
         """When waiting for backends' first connection attempts stops (monotonic seconds): start + startup_timeout."""
         self._first_attempts_over = False
         """Once no backend is on its first attempt (or the deadline passed), nothing will be waited for again."""
+        self.servers = VirtualServers(self)
+        """Virtual servers (`[[servers]]`, and the API's): named selections served at `/servers/{name}/mcp`."""
+        self.servers.define([(server, None) for server in config.servers])
         self.federation = Federation(
             config, lookup=lambda name: self.registry.catalog.get(name), changed=self.rebuild
         )
@@ -198,8 +203,9 @@ class Gateway:
         if self.registry.semantic is not None and catalog.index is not None and self._started:
             self.registry.semantic.refresh(catalog.index)  # tool vectors in the background
         self._index_resources_and_prompts()
+        self.servers.rebuild(catalog)
         self._report_issues(catalog)
-        if _listing_key(old.listed) != _listing_key(catalog.listed):
+        if listing_key(old.listed) != listing_key(catalog.listed):
             for listener in list(self._listeners):
                 try:
                     listener()
@@ -240,6 +246,10 @@ class Gateway:
 
     def resource_templates(self) -> list[types.ResourceTemplate]:
         return [template for template, _ in self._templates]
+
+    def resource_template_pairs(self) -> list[tuple[types.ResourceTemplate, Backend]]:
+        """Each resource template with the backend that serves it."""
+        return list(self._templates)
 
     def backend_for_template(self, uri: str) -> Backend | None:
         """The backend whose resource template's fixed prefix matches `uri`."""
@@ -314,7 +324,3 @@ class Gateway:
     @property
     def base_dir(self) -> Path:
         return Path(self.config.source).parent if self.config.source else Path.cwd()
-
-
-def _listing_key(tools: Sequence[types.Tool]) -> list[tuple[str, str | None, str]]:
-    return [(t.name, t.description, repr(t.input_schema)) for t in tools]

@@ -63,6 +63,8 @@ class Entry:
     secrets: frozenset[str] = frozenset()
     owner: str | None = None
     """The tenant that owns the tool (an API-defined composite, a tenant's backend); None: shared."""
+    tags: frozenset[str] = frozenset()
+    """Labels virtual servers select it by (`[backends.tools.<tool>] tags`)."""
     _validator: ArgumentValidator | None = field(default=None, repr=False)
 
     @property
@@ -292,6 +294,7 @@ class Catalog:
                     max_concurrency=override.max_concurrency if override else None,
                     secrets=secret_fields(tool.input_schema),
                     owner=backend.owner,
+                    tags=frozenset(override.tags) if override else frozenset(),
                 )
                 if self._insert(entry, f"backend {backend.name!r} tool {tool.name!r}"):
                     created.append(entry)

@@ -14,6 +14,7 @@ from toolweave.composite.kinds import parse_composite, tool_references
 from toolweave.config.documents import read_documents
 from toolweave.config.mcp_servers import backends_from_servers, servers_of
 from toolweave.config.models import BackendConfig, Config
+from toolweave.config.servers import server_problems
 from toolweave.fields import split_tool_ref
 from toolweave.problems import ConfigError, Problem, join_path, problems_from_validation
 from toolweave.suggest import did_you_mean
@@ -67,6 +68,7 @@ def parse_config(
         backends = [(backend.name, backend.namespace) for backend in config.backends]
         separator = config.gateway.separator
         federated = [namespace.name for namespace in config.federation.namespaces]
+        own_issues.extend(server_problems(config.servers, [name for name, _ in backends] + federated))
     else:  # still report duplicates and unknown references now, not after the other fixes
         backends, separator = _raw_backends(data)
         federated = []

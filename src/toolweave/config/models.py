@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from toolweave.config.http_api import HttpAction, HttpAuth, check_filter
 from toolweave.config.patterns import pattern_problem
+from toolweave.config.servers import ServerConfig, Tag
 from toolweave.fields import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, StrictModel
 
 
@@ -163,6 +164,8 @@ class ToolOverride(StrictModel):
     description: str | None = None
     keywords: list[SearchKeyword] = Field(default_factory=list, max_length=64)
     """Extra words `find_tools` finds this tool by (search mode), for tasks phrased unlike its text."""
+    tags: list[Tag] = Field(default_factory=list, max_length=64)
+    """Labels a virtual server selects tools by (`[[servers]] tags`)."""
     concurrent: bool | None = None
     """Promote a mutating tool to the concurrent-mutation pool."""
     max_concurrency: int | None = Field(default=None, ge=1)
@@ -415,6 +418,8 @@ class Config(StrictModel):
     ui: UiConfig = Field(default_factory=UiConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    servers: list[ServerConfig] = Field(default_factory=list, max_length=1024)
+    """Virtual servers (`[[servers]]`), each served at `/servers/{name}/mcp`."""
     source: str | None = Field(default=None, exclude=True)
     """The file this config was read from, for relative paths."""
 

@@ -9,8 +9,6 @@ import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -25,9 +23,11 @@ from toolweave.server.bodies import BodyLimitMiddleware
 from toolweave.server.federation import federation_route
 from toolweave.server.health import health_routes
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
+from toolweave.server.mcp.endpoint import build_endpoint
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
-from toolweave.server.mcp.transport import ExchangeEnd, ModernJsonRouter, PlainModernLane
+from toolweave.server.mcp.transport import ExchangeEnd
+from toolweave.server.mcp.virtual import VirtualEndpoints
 from toolweave.server.ui import ui_routes
 from toolweave.services.runtime import ServerRuntime
 
@@ -60,36 +60,16 @@ def create_app(
     """
     front = MCPFront(gateway)
     limits = gateway.config.limits
-    front.server.streamable_http_app(
-        streamable_http_path="/mcp",
-        json_response=json_response,
-        host=host,
-        # Host/Origin are checked once, for every route, by HostOriginMiddleware
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        session_idle_timeout=limits.mcp_session_idle,
-        max_sessions=limits.mcp_sessions_total,
+    main = build_endpoint(front, limits, host=host, json_response=json_response)
+    managers = main.managers
+    virtual = VirtualEndpoints(
+        gateway, limits, host=host, json_response=json_response, local=front.default_session
     )
-    session_manager = front.server.session_manager
-    managers = [session_manager]
-    endpoint: Any = StreamableHTTPASGIApp(session_manager)
-    if not json_response:
-        json_manager = StreamableHTTPSessionManager(
-            app=front.server,
-            json_response=True,
-            security_settings=session_manager.security_settings,
-            max_request_body_size=session_manager.max_request_body_size,
-            session_idle_timeout=limits.mcp_session_idle,
-            max_sessions=limits.mcp_sessions_total,
-        )
-        managers.append(json_manager)
-        endpoint = ModernJsonRouter(
-            endpoint,
-            StreamableHTTPASGIApp(json_manager),
-            max_body=session_manager.max_request_body_size,
-            lane=PlainModernLane(front, session_manager.security_settings),
-        )
-    quota = SessionQuota(endpoint, limits, live=lambda sid: any(_is_open(m, sid) for m in managers))
+    quota = SessionQuota(
+        _McpPaths(main.app, virtual), limits, live=lambda sid: main.is_open(sid) or virtual.is_open(sid)
+    )
     mcp_route = Route("/mcp", endpoint=ExchangeEnd(quota))
+    servers_route = Route("/servers/{name}/mcp", endpoint=ExchangeEnd(quota))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -108,6 +88,7 @@ def create_app(
                 stack.callback(freezing.cancel)
                 yield
         finally:
+            await virtual.close()
             await front.close()
             if on_shutdown is not None:
                 await on_shutdown(app)
@@ -115,7 +96,7 @@ def create_app(
                 await gateway.stop()
 
     federation_socket = federation if federation is not None else federation_route(gateway)
-    routes: list[Any] = [mcp_route, federation_socket, *(extra_routes or [])]
+    routes: list[Any] = [mcp_route, servers_route, federation_socket, *(extra_routes or [])]
     settings = gateway.config.gateway
     guard = Middleware(
         HostOriginMiddleware,
@@ -130,12 +111,23 @@ def create_app(
     )
     app.state.gateway = gateway
     app.state.front = front
+    app.state.virtual = virtual
     return app
 
 
-def _is_open(manager: StreamableHTTPSessionManager, session_id: str) -> bool:
-    """Whether `manager` still serves the session (the SDK keeps no public view of its sessions)."""
-    return session_id in manager._server_instances
+class _McpPaths:
+    """`/mcp` to the whole catalog's endpoint, `/servers/{name}/mcp` to the virtual servers' (behind
+    one session quota, so a key's sessions count together wherever it opened them)."""
+
+    def __init__(self, main: Any, virtual: VirtualEndpoints) -> None:
+        self.main = main
+        self.virtual = virtual
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("path_params"):
+            await self.virtual(scope, receive, send)
+        else:
+            await self.main(scope, receive, send)
 
 
 def _freeze_startup_heap() -> None:

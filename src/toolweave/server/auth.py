@@ -53,6 +53,8 @@ def is_loopback_client(scope: Scope) -> bool:
 
 
 def _protected(path: str) -> bool:
+    if path.startswith("/servers/") and path.endswith("/mcp") and path.count("/") == 3:
+        return True  # a virtual server's MCP endpoint, `/servers/{name}/mcp`
     return any(path == prefix or path.startswith(prefix + "/") for prefix in PROTECTED_PREFIXES)
 
 

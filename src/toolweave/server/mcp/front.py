@@ -23,6 +23,7 @@ import logging
 import warnings
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -55,6 +56,7 @@ from toolweave.server.mcp.elicitation import (
 from toolweave.server.mcp.found import FoundTools
 from toolweave.server.mcp.relays import CallerChannel, Relays
 from toolweave.server.mcp.scopes import missing_scope, require_scope
+from toolweave.servers import VirtualServer
 
 logger = logging.getLogger("toolweave.server")
 SESSION_SCOPE_KEY = "toolweave.session"
@@ -87,11 +89,29 @@ class _GatewayServer(Server[Any]):
         return super().create_initialization_options(options, *args, **kwargs)
 
 
-class MCPFront:
-    """Builds and owns the SDK server for one gateway."""
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What an MCP server says it is (`serverInfo`) and tells the client's model (`instructions`)."""
 
-    def __init__(self, gateway: Gateway, *, default_session: Session | None = None) -> None:
+    name: str = "toolweave"
+    title: str | None = None
+    description: str | None = None
+    instructions: str | None = "One gateway in front of many MCP servers, plus composite tools."
+
+
+class MCPFront:
+    """Builds and owns the SDK server for one gateway, or one of its virtual servers (`servers.py`:
+    a `VirtualServer` offers the same catalog, registry, listings and change listeners)."""
+
+    def __init__(
+        self,
+        gateway: Gateway | VirtualServer,
+        *,
+        default_session: Session | None = None,
+        identity: Identity | None = None,
+    ) -> None:
         self.gateway = gateway
+        self.identity = identity or Identity()
         self.default_session = default_session or Session(label="mcp")
         self.bus = InMemorySubscriptionBus()
         self.broker = InputBroker()
@@ -144,10 +164,13 @@ class MCPFront:
             return self._server()
 
     def _server(self) -> Server[Any]:
+        identity = self.identity
         return _GatewayServer(
-            "toolweave",
+            identity.name,
             version=__version__,
-            instructions="One gateway in front of many MCP servers, plus composite tools.",
+            title=identity.title,
+            description=identity.description,
+            instructions=identity.instructions,
             get_tool_input_schema=self._input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,

@@ -1,0 +1,171 @@
+"""`/servers/{name}/mcp`: each virtual server served as an MCP endpoint of its own.
+
+A request finds its server by one dict lookup (the selection was computed when the catalog
+changed, `catalog/servers.py`), is refused unless the caller may use that server, and goes to
+the server's endpoint (`endpoint.py`): its own SDK server (`serverInfo`, `instructions`),
+session managers, listing cache and `list_changed` announcements, built on its first request
+and rebuilt when the server's definition changes. Its session managers run in a task of their
+own until the app shuts down or the server is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from toolweave.config.models import LimitsConfig
+from toolweave.executor.session import Session
+from toolweave.gateway import Gateway
+from toolweave.server.mcp.endpoint import McpEndpoint, build_endpoint
+from toolweave.server.mcp.front import SESSION_SCOPE_KEY, Identity, MCPFront
+from toolweave.servers import VirtualServer
+
+logger = logging.getLogger("toolweave.server")
+
+
+@dataclass(slots=True)
+class _Serving:
+    server: VirtualServer
+    endpoint: McpEndpoint
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+def identity_of(server: VirtualServer) -> Identity:
+    config = server.config
+    return Identity(
+        name=config.name,
+        title=config.title,
+        description=config.description,
+        instructions=config.instructions,
+    )
+
+
+class VirtualEndpoints:
+    """The ASGI app of `/servers/{name}/mcp` for every virtual server of one gateway."""
+
+    def __init__(
+        self, gateway: Gateway, limits: LimitsConfig, *, host: str, json_response: bool, local: Session
+    ) -> None:
+        self._gateway = gateway
+        self._limits = limits
+        self._host = host
+        self._json_response = json_response
+        self._local = local
+        self._serving: dict[str, _Serving] = {}
+        self._closed = False
+
+    def is_open(self, session_id: str) -> bool:
+        return any(serving.endpoint.is_open(session_id) for serving in self._serving.values())
+
+    def front(self, name: str) -> MCPFront | None:
+        """The front serving `name`, once a request has reached it."""
+        serving = self._serving.get(name)
+        return serving.endpoint.front if serving is not None else None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        name = scope.get("path_params", {}).get("name", "")
+        server = self._gateway.servers.by_name.get(name)
+        session = scope.get(SESSION_SCOPE_KEY)
+        if not isinstance(session, Session):
+            session = self._local
+        if server is None or (server.owner is not None and session.tenant != server.owner):
+            known = sorted(s.name for s in self._gateway.servers.visible_to(session))
+            await _refuse(
+                send, 404, "not_found", f"no virtual server {name!r} (yours: {', '.join(known) or 'none'})"
+            )
+            return
+        if not server.allows(session):
+            await _refuse(
+                send,
+                403,
+                "forbidden",
+                f"this caller may not use virtual server {name!r}: its access admits other tenants, "
+                "scopes or claims",
+                challenge=True,
+            )
+            return
+        serving = self._serving.get(name)
+        if serving is None or serving.server is not server:
+            serving = await self._start(server)
+        else:
+            await serving.ready.wait()
+        await serving.endpoint.app(scope, receive, send)
+
+    async def _start(self, server: VirtualServer) -> _Serving:
+        """Build the server's endpoint and run its session managers (the one it replaces is stopped)."""
+        if self._closed:
+            raise RuntimeError("the gateway is shutting down")
+        old = self._serving.get(server.name)
+        front = MCPFront(server, default_session=self._local, identity=identity_of(server))
+        endpoint = build_endpoint(
+            front,
+            self._limits,
+            host=self._host,
+            json_response=self._json_response,
+            path=f"/servers/{server.name}/mcp",
+        )
+        serving = _Serving(server, endpoint)
+        self._serving[server.name] = serving
+        serving.task = asyncio.get_running_loop().create_task(_run(serving))
+        if old is not None:
+            await _stop(old)
+        await serving.ready.wait()
+        return serving
+
+    async def forget_removed(self) -> None:
+        """Stop the endpoints of servers that were removed or redefined."""
+        current = self._gateway.servers.by_name
+        for name, serving in list(self._serving.items()):
+            if current.get(name) is not serving.server:
+                self._serving.pop(name, None)
+                await _stop(serving)
+
+    async def close(self) -> None:
+        self._closed = True
+        serving, self._serving = list(self._serving.values()), {}
+        await asyncio.gather(*(_stop(s) for s in serving), return_exceptions=True)
+
+
+async def _run(serving: _Serving) -> None:
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for manager in serving.endpoint.managers:
+                await stack.enter_async_context(manager.run())
+            serving.ready.set()
+            await serving.stop.wait()
+    except Exception:
+        logger.exception("virtual server %s: its MCP endpoint stopped", serving.server.name)
+    finally:
+        serving.ready.set()
+
+
+async def _stop(serving: _Serving) -> None:
+    serving.stop.set()
+    if serving.task is not None:
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await serving.task
+    await serving.endpoint.front.close()
+
+
+async def _refuse(send: Any, status: int, code: str, message: str, *, challenge: bool = False) -> None:
+    """The REST error shape, as the auth middleware answers; a 403 carries the Bearer challenge of a
+    token that lacks what this resource needs (RFC 6750 `insufficient_scope`)."""
+    body = orjson.dumps({"error": {"code": code, "message": message, "problems": []}})
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if challenge:
+        description = message.replace('"', "'").encode()
+        headers.append(
+            (
+                b"www-authenticate",
+                b'Bearer realm="toolweave", error="insufficient_scope", error_description="%b"' % description,
+            )
+        )
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
