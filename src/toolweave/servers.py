@@ -207,12 +207,11 @@ class VirtualServers:
                 exposing.setdefault(original, []).append(server.name)
         self.exposing = {name: tuple(found) for name, found in exposing.items()}
 
-    def used_in(self, name: str, session: Session | None = None) -> list[str]:
-        """The virtual servers that list the catalog tool `name` (those `session` may use)."""
+    def used_in(self, name: str, tenant: str | None = None) -> list[str]:
+        """The virtual servers that list the catalog tool `name` ("Used in"): the shared ones and
+        `tenant`'s own (another tenant's are not its business)."""
         found = self.exposing.get(name, ())
-        if session is None:
-            return list(found)
-        return [s for s in found if self.by_name[s].visible_to(session)]
+        return [s for s in found if self.by_name[s].owner in (None, tenant)]
 
     def visible_to(self, session: Session) -> list[VirtualServer]:
         return [server for server in self.by_name.values() if server.visible_to(session)]

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from toolweave.cli.common import err, out
+from toolweave.cli.common import err, load_config_or_exit, out
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,14 +199,25 @@ def connect(
     key: Annotated[
         str | None, typer.Option("--key", envvar="TOOLWEAVE_API_KEY", help="API key sent with --http.")
     ] = None,
-    name: Annotated[str, typer.Option("--name", help="The server's name in the client.")] = "toolweave",
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name", help="The server's name in the client (default: toolweave, or toolweave-SERVER)."
+        ),
+    ] = None,
     file: Annotated[
         Path | None, typer.Option("--file", help="The client's config file (default: its usual place).")
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option("--server", help="A virtual server ([[servers]]) instead of the whole catalog."),
     ] = None,
 ) -> None:
     """Add the gateway to an MCP client's configuration (a copy of the file is kept next to it)."""
     from toolweave.config.loader import default_config_path
 
+    if name is None:
+        name = f"toolweave-{server}" if server else "toolweave"
     client = client_or_exit(client_name)
     path = file or find_file(client) or client.places()[0]
     refuse_link(path)
@@ -216,7 +227,7 @@ def connect(
         err.print(f"[red]{escape(str(path))}: '{client.key}' is not an object[/]")
         raise typer.Exit(1)
     if http:
-        entry: dict[str, Any] = {"url": http}
+        entry: dict[str, Any] = {"url": server_url(http, server) if server else http}
         if client.remote_type:
             entry = {"type": client.remote_type, **entry}
         if key:
@@ -226,8 +237,11 @@ def connect(
         if not config_path.is_file():
             err.print(f"[red]config file not found: {escape(str(config_path))}[/] (give it with -c)")
             raise typer.Exit(1)
+        if server is not None:
+            _check_server(config_path, server)
         executable = shutil.which("toolweave") or str(Path(sys.executable).parent / "toolweave")
-        entry = {"command": executable, "args": ["serve", "--stdio", "-c", str(config_path)]}
+        args = ["serve", "--stdio", "-c", str(config_path)]
+        entry = {"command": executable, "args": [*args, "--server", server] if server else args}
     backup = _backup(path)
     servers[name] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -240,6 +254,26 @@ def connect(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def server_url(url: str, server: str) -> str:
+    """A virtual server's MCP URL from the gateway's (`http://host:8080/mcp` or `http://host:8080`)."""
+    base = url.rstrip("/").removesuffix("/mcp")
+    return f"{base}/servers/{server}/mcp"
+
+
+def _check_server(config_path: Path, server: str) -> None:
+    """The client would start `serve --stdio --server NAME`: NAME must be one of the config's servers."""
+    cfg = load_config_or_exit(config_path)
+    known = [s.name for s in cfg.servers]
+    if server not in known:
+        err.print(
+            f"[red]no virtual server {escape(server)!r} in {escape(str(config_path))}[/] "
+            f"(its [[servers]]: {escape(', '.join(known) or 'none')})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 def _backup(path: Path) -> Path | None:

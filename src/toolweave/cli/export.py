@@ -21,6 +21,10 @@ def export_command(
     tenant: Annotated[
         str | None, typer.Option("--tenant", help="Include this tenant's API-defined tools.")
     ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option("--server", help="The tools of this virtual server ([[servers]]), as it names them."),
+    ] = None,
     config: ConfigOption = None,
     url: UrlOption = None,
     local: LocalOption = False,
@@ -30,6 +34,8 @@ def export_command(
     if format not in FORMATS:
         err.print(f"[red]unknown format {escape(format)!r}[/]; valid formats: {', '.join(FORMATS)}")
         raise typer.Exit(2)
+    if server is not None and name is None:
+        all_tools = True  # --server alone: every tool the server serves
     if (name is None) == (not all_tools):
         err.print("[red]give a tool NAME or --all[/] (not both)")
         raise typer.Exit(2)
@@ -38,19 +44,42 @@ def export_command(
     if running is not None:
         said_which(running)
         try:
-            exported = running.get("/api/v1/export", {"format": format, "name": [name] if name else []})[
-                "tools"
-            ]
-        except GatewayError as error:
+            if server is not None:
+                exported = _named(
+                    running.get(f"/api/v1/servers/{server}/export", {"format": format})["tools"], name
+                )
+            else:
+                exported = running.get("/api/v1/export", {"format": format, "name": [name] if name else []})[
+                    "tools"
+                ]
+        except (GatewayError, LookupError) as error:
             fail(error)
     else:
-        exported = _exported_here(config, name, format, tenant, local)
+        exported = _exported_here(config, name, format, tenant, local, server)
     json.dump(exported, sys.stdout, indent=2, ensure_ascii=False)
     print()
 
 
+def _named(tools: list[object], name: str | None) -> list[object]:
+    """Only the tool `name` of a server's export (LookupError when it does not serve one)."""
+    if name is None:
+        return tools
+    found = [tool for tool in tools if name in _names_of(tool)]
+    if not found:
+        raise LookupError(f"the server serves no tool {name!r}")
+    return found
+
+
+def _names_of(tool: object) -> set[str]:
+    """The name of an exported tool in any format (`name`, or `function.name` for OpenAI's chat format)."""
+    if not isinstance(tool, dict):
+        return set()
+    function = tool.get("function")
+    return {tool.get("name"), function.get("name") if isinstance(function, dict) else None} - {None}
+
+
 def _exported_here(
-    config: object, name: str | None, format: str, tenant: str | None, local: bool
+    config: object, name: str | None, format: str, tenant: str | None, local: bool, server: str | None = None
 ) -> list[object]:
     cfg = load_config_or_exit(config)  # type: ignore[arg-type]
     quiet_logging("error")
@@ -61,7 +90,7 @@ def _exported_here(
     try:
         import asyncio
 
-        return asyncio.run(export_offline(cfg, name, format, tenant))
+        return asyncio.run(export_offline(cfg, name, format, tenant, server))
     except LookupError as error:
         err.print(f"[red]{escape(str(error))}[/]", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None

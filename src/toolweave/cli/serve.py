@@ -30,6 +30,10 @@ def serve(
     log_json: Annotated[
         bool, typer.Option("--log-json", help='Log JSON lines (same as gateway.log_format = "json").')
     ] = False,
+    server: Annotated[
+        str | None,
+        typer.Option("--server", help="With --stdio: serve this virtual server ([[servers]]) only."),
+    ] = None,
 ) -> None:
     """Run the gateway: MCP at /mcp (or stdio), the REST API at /api/v1, the web UI at /."""
     # Start-up only allocates (imports, the app, the catalog): collections during it are wasted work,
@@ -37,20 +41,28 @@ def serve(
     # app, `server/app.py`; stdio: below).
     gc.disable()
     try:
-        _serve(config, host, port, stdio, auth, log_json)
+        _serve(config, host, port, stdio, auth, log_json, server)
     finally:
         gc.enable()  # a start-up that failed, or a test's process running this command in-process
 
 
 def _serve(
-    config: Path | None, host: str | None, port: int | None, stdio: bool, auth: bool, log_json: bool
+    config: Path | None,
+    host: str | None,
+    port: int | None,
+    stdio: bool,
+    auth: bool,
+    log_json: bool,
+    server: str | None = None,
 ) -> None:
     cfg = load_config_or_exit(config)
+    if server is not None:
+        _check_server(cfg, server, stdio)
     if stdio:
         _serve_logging(cfg, log_json)
         import asyncio
 
-        asyncio.run(_serve_stdio(cfg))
+        asyncio.run(_serve_stdio(cfg, server))
         return
     from toolweave.server.hosts import is_loopback_bind
 
@@ -199,18 +211,38 @@ def announce_backends(gateway: Any) -> None:
         backend.on_change(show)
 
 
-async def _serve_stdio(cfg: Config) -> None:
+def _check_server(cfg: Config, server: str, stdio: bool) -> None:
+    known = [s.name for s in cfg.servers]
+    if not stdio:
+        err.print("[red]--server needs --stdio[/] (over HTTP every virtual server is at /servers/NAME/mcp)")
+        raise typer.Exit(2)
+    if server not in known:
+        err.print(
+            f"[red]no virtual server {escape(server)!r}[/] in the config "
+            f"(its [[servers]]: {escape(', '.join(known) or 'none')})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+
+
+async def _serve_stdio(cfg: Config, server: str | None = None) -> None:
     from mcp.server.stdio import stdio_server
 
     from toolweave.gateway import Gateway
     from toolweave.server.mcp.front import MCPFront
+    from toolweave.server.mcp.virtual import identity_of
 
     runs = await open_run_store_or_warn(cfg)
     gateway = Gateway(cfg, runs=runs)  # backends' stderr: log records (backends/stderr.py)
     try:
         await gateway.start()
         print_backends(gateway.describe_backends(), err)
-        front = MCPFront(gateway)
+        if server is not None:
+            chosen = gateway.servers.by_name[server]
+            front = MCPFront(chosen, identity=identity_of(chosen))
+        else:
+            front = MCPFront(gateway)
         gc.collect()
         gc.freeze()  # as the HTTP app does: the start-up heap is never walked again
         gc.enable()

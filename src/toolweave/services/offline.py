@@ -10,6 +10,7 @@ import mcp_types as types
 
 from toolweave.config.models import Config
 from toolweave.executor.resume import interrupted_run, resume_run
+from toolweave.export import export_tools
 from toolweave.gateway import Gateway
 from toolweave.services.connections import TenantBackends
 from toolweave.services.definitions import DefinitionService
@@ -41,21 +42,30 @@ async def resume_offline(cfg: Config, run_id: str, arguments: dict[str, Any]) ->
 
 
 async def export_offline(
-    cfg: Config, name: str | None, format: str, tenant: str | None
+    cfg: Config, name: str | None, format: str, tenant: str | None, server: str | None = None
 ) -> list[dict[str, Any]]:
-    """Start the gateway, merge the stored definitions (read-only), export."""
+    """Start the gateway, merge the stored definitions (read-only), export (`server`: the tools of that
+    virtual server, under the names and descriptions it gives them)."""
     db = Database.from_url(cfg.gateway.database)
     await db.start()
     try:
         async with Gateway(cfg) as gateway:
             service = DefinitionService(gateway, CompositeRepository(db), TenantRepository(db), record=False)
             await service.load()
-            listed = [entry.name for entry in gateway.catalog.listed_for(tenant)]
+            catalog = gateway.catalog
+            if server is not None:
+                chosen = gateway.servers.get(server)
+                if chosen is None:
+                    known = ", ".join(sorted(gateway.servers.by_name)) or "none"
+                    raise LookupError(f"no virtual server {server!r} (the config's [[servers]]: {known})")
+                catalog = chosen.catalog
+            listed = [entry.name for entry in catalog.listed_for(tenant)]
             if name is not None:
                 if name not in listed:
-                    raise LookupError(f"no tool {name!r} (see `toolweave tools`)")
+                    where = f"on server {server!r}" if server else "(see `toolweave tools`)"
+                    raise LookupError(f"no tool {name!r} {where}")
                 listed = [name]
             await service.close()
-            return gateway.export(format, listed)
+            return export_tools([catalog.entries[n].tool for n in listed], format)
     finally:
         await db.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import uuid
 from collections.abc import Iterable
@@ -26,6 +27,8 @@ from toolweave.store.errors import NotFound
 from toolweave.store.tables import api_keys, utcnow
 
 VALID_SCOPES: frozenset[str] = frozenset({"tools:read", "tools:call", "tools:admin", "tools:federate"})
+SERVER_SCOPE_RE = re.compile(r"^servers:[a-z0-9][a-z0-9_-]{0,63}$")
+"""A scope naming a virtual server (`servers:support`), which that server's `access.scopes` may admit."""
 KEY_PREFIX = "tw_"
 _RANDOM_BYTES = 32
 _RANDOM_CHARS = 43
@@ -61,13 +64,18 @@ def _hash(plaintext: str) -> str:
 
 def _check_scopes(scopes: Iterable[str] | str) -> tuple[str, ...]:
     requested = [scopes] if isinstance(scopes, str) else list(scopes)
-    unknown = sorted({str(scope) for scope in requested} - VALID_SCOPES)
+    unknown = sorted({str(scope) for scope in requested} - VALID_SCOPES - _server_scopes(requested))
     if unknown:
-        valid = ", ".join(sorted(VALID_SCOPES))
+        valid = ", ".join(sorted(VALID_SCOPES)) + ", servers:<name> (a virtual server's `access.scopes`)"
         raise ValueError(f"invalid scope(s): {', '.join(unknown)} (valid: {valid})")
     if not requested:
         raise ValueError(f"a key needs at least one scope (valid: {', '.join(sorted(VALID_SCOPES))})")
     return tuple(sorted(set(requested)))
+
+
+def _server_scopes(requested: Iterable[object]) -> set[str]:
+    """The `servers:<name>` scopes among `requested`: what a virtual server's `access.scopes` may admit."""
+    return {s for s in requested if isinstance(s, str) and SERVER_SCOPE_RE.match(s)}
 
 
 def _split(plaintext: str) -> str | None:

@@ -24,6 +24,7 @@ from toolweave.server.api import (
     invoke,
     keys,
     runs,
+    servers,
     tools,
 )
 from toolweave.server.api.errors import install_error_handlers
@@ -64,7 +65,7 @@ def build_api(runtime: ServerRuntime) -> FastAPI:
     api.state.runtime = runtime
     install_error_handlers(api)
     v1 = APIRouter(prefix=PREFIX, responses=_ERRORS)
-    for module in (tools, batch, invoke, composites, runs, backends, connections, keys, events):
+    for module in (tools, batch, invoke, composites, runs, backends, connections, keys, events, servers):
         v1.include_router(module.router)
     api.include_router(v1)
 

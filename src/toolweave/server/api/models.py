@@ -57,6 +57,7 @@ class AiTool(BaseModel):
     backend: str | None = None
     inputSchema: dict[str, Any] | None = None
     usedIn: list[str] = Field(default_factory=list, description="Composite tools that call this tool")
+    servers: list[str] = Field(default_factory=list, description="Virtual servers that expose this tool")
     validationErrors: list[str] = Field(default_factory=list)
 
 
@@ -155,6 +156,7 @@ class CompositeDetail(BaseModel):
         default=None, description="The tool as MCP clients see it (when served)"
     )
     usedTools: list[str] = Field(default_factory=list, description="The tools it calls (exposed names)")
+    servers: list[str] = Field(default_factory=list, description="Virtual servers that expose it")
     createdAt: datetime | None = None
     updatedAt: datetime | None = None
 

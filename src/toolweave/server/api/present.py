@@ -34,6 +34,7 @@ def ai_tool(gateway: Gateway, entry: Entry, tenant: str | None, stored: StoredCo
         backend=entry.backend.name if entry.backend is not None else None,
         inputSchema=dict(tool.input_schema) if tool.input_schema is not None else None,
         usedIn=gateway.catalog.used_in_for(entry.name, tenant),
+        servers=gateway.servers.used_in(entry.name, tenant),
     )
 
 
@@ -70,6 +71,7 @@ def stored_detail(service: DefinitionService, row: StoredComposite) -> Composite
         validationErrors=list(row.validation_errors or ()),
         tool=mcp_tool(entry),
         usedTools=sorted(entry.composite.references) if entry is not None and entry.composite else [],
+        servers=service.gateway.servers.used_in(row.name, row.tenant) if entry is not None else [],
         createdAt=row.created_at,
         updatedAt=row.updated_at,
     )
@@ -92,6 +94,7 @@ def file_detail(gateway: Gateway, model: BaseModel) -> CompositeDetail:
         validationErrors=list(problems),
         tool=mcp_tool(entry) if served else None,
         usedTools=sorted(entry.composite.references) if served and entry and entry.composite else [],
+        servers=gateway.servers.used_in(name) if served else [],
     )
 
 
