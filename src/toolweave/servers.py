@@ -69,6 +69,13 @@ class VirtualServer:
     def backends(self) -> Mapping[str, Backend]:
         return self.gateway.backends
 
+    def first_connections_pending(self) -> bool:
+        return bool(self.gateway.first_connections_pending())
+
+    async def wait_for_first_connections(self) -> bool:
+        """The gateway's wait (its rebuild swaps this server's view too)."""
+        return bool(await self.gateway.wait_for_first_connections())
+
     def list_tools(self, tenant: str | None = None) -> list[types.Tool]:
         return self.registry.catalog.listing(tenant)
 
