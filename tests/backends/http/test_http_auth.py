@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -163,3 +164,45 @@ async def test_auth_that_the_document_cannot_complete_fails_the_backend(
         config(openapi_backend("u", api_url, auth={"type": "api_key", "scheme": "Nope", "value": "x"}))
     )
     assert "'Nope' is not in the document's security schemes" in (unknown.backends["u"].last_error or "")
+
+
+KEYED_DOCUMENT = """
+openapi: 3.0.3
+info: {title: keyed, version: "1"}
+paths:
+  /secure/apikey-header:
+    get:
+      operationId: secureHeader
+      parameters:
+        - {name: x-api-key, in: header, required: true, schema: {type: string}}
+        - {name: X-Trace, in: header, required: true, schema: {type: string}}
+        - {name: verbose, in: query, schema: {type: boolean}}
+      responses:
+        "200": {description: ok}
+"""
+
+
+@pytest.mark.parametrize(
+    "supplies",
+    [
+        pytest.param(
+            {"auth": {"type": "api_key", "name": "X-API-Key", "in": "header", "value": API_KEY}}, id="auth"
+        ),
+        pytest.param({"headers": {"X-Api-KEY": API_KEY}}, id="headers"),
+    ],
+)
+async def test_a_header_the_config_supplies_is_no_argument_whatever_its_case(
+    open_gateway: OpenGateway, api_url: str, tmp_path: Path, supplies: dict[str, Any]
+) -> None:
+    """The document says `x-api-key` (required), the config `X-API-Key`: header names are
+    case-insensitive, so the agent is not asked for it and the call carries the config's value."""
+    document = tmp_path / "keyed.yaml"
+    document.write_text(KEYED_DOCUMENT)
+    backend = {"name": "keyed", "openapi": str(document), "base_url": api_url, "headers": {"X-Trace": "t-1"}}
+    supplied = {**backend, **supplies, "headers": {**backend["headers"], **supplies.get("headers", {})}}
+    gw = await open_gateway(config(supplied))
+    assert gw.backends["keyed"].status == "connected", gw.backends["keyed"].last_error
+    schema = gw.catalog.get("keyed__secureHeader").tool.input_schema
+    assert set(schema["properties"]) == {"verbose"} and not schema.get("required"), schema
+    result = await gw.call("keyed__secureHeader", {})
+    assert not result.is_error, text(result)

@@ -28,6 +28,7 @@ from typing import Any
 import httpx2
 import orjson
 
+from toolweave.backends.openapi.convert import supplied_key
 from toolweave.config.http_api import CREDENTIAL_FIELDS, HttpAuth
 
 TOKEN_MARGIN = 30.0
@@ -144,6 +145,15 @@ def _token_url(scheme: dict[str, Any]) -> str | None:
     if scheme.get("flow") == "application":  # Swagger 2.0
         return scheme.get("tokenUrl")
     return None
+
+
+def supplied_parameters(plan: AuthPlan | None, headers: Mapping[str, str]) -> frozenset[tuple[str, str]]:
+    """The `(in, name)` of every document parameter the backend's config sends itself: its API key and
+    its fixed `headers`. The agent is never asked for them (`ConvertOptions.supplied`)."""
+    found = {supplied_key("header", name) for name in headers}
+    if plan is not None and plan.param is not None:
+        found.add(supplied_key(*plan.param))
+    return frozenset(found)
 
 
 def config_credentials(auth: HttpAuth | None, headers: Mapping[str, str]) -> Credentials:

@@ -45,6 +45,7 @@ from toolweave.backends.http.auth import (
     missing_fields,
     missing_message,
     plan_auth,
+    supplied_parameters,
 )
 from toolweave.backends.http.encoding import ArgumentError, RequestParts, build_request
 from toolweave.backends.http.naming import name_room
@@ -166,7 +167,7 @@ class HttpApiBackend(Backend):
             include=self.config.include,
             exclude=self.config.exclude,
             name_room=name_room(self.config),
-            auth_param=self.plan.param if self.plan is not None else None,
+            supplied=supplied_parameters(self.plan, self.config.headers),
             output_schema=self.config.output_schema,
         )
         conversion = await asyncio.to_thread(convert, document, options)

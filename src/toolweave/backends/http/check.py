@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolweave.backends.http.auth import plan_auth
+from toolweave.backends.http.auth import plan_auth, supplied_parameters
 from toolweave.backends.http.naming import name_room
 from toolweave.backends.openapi import (
     ConvertOptions,
@@ -52,7 +52,7 @@ def offline_checks(backends: list[BackendConfig]) -> Report:
             include=config.include,
             exclude=config.exclude,
             name_room=name_room(config),
-            auth_param=plan.param if plan is not None else None,
+            supplied=supplied_parameters(plan, config.headers),
             output_schema=config.output_schema,
         )
         conversion = convert(document, options)

@@ -78,9 +78,17 @@ class ConvertOptions:
     exclude: Sequence[str] = ()
     name_room: int = MAX_NAME
     """The longest tool name that still fits the exposed name (`backend__tool`) in 64 characters."""
-    auth_param: tuple[str, str] | None = None
-    """`(in, name)` of the API key the gateway sends itself: not an argument of any tool."""
+    supplied: frozenset[tuple[str, str]] = frozenset()
+    """`(in, name)` of parameters the backend's config sends itself (its API key, its fixed `headers`):
+    not arguments of any tool. Header names are compared case-insensitively (`supplied_key`)."""
     output_schema: bool = True
+
+
+def supplied_key(location: str, name: str) -> tuple[str, str]:
+    """How a parameter is matched against `ConvertOptions.supplied`: HTTP header names are
+    case-insensitive (`X-API-Key` in a config is the document's `x-api-key`); query and cookie
+    names are not."""
+    return (location, name.lower() if location == "header" else name)
 
 
 def convert(document: Document, options: ConvertOptions | None = None) -> Conversion:
@@ -316,8 +324,8 @@ class _OperationBuilder:
         name, location = param["name"], param["in"]
         if location == "header" and name.lower() in _IGNORED_HEADERS:
             return None
-        if self.options.auth_param == (location, name):
-            return None  # the gateway sends this credential itself
+        if supplied_key(location, name) in self.options.supplied:
+            return None  # the gateway sends this one itself (a credential, a fixed header)
         schema, defs, json_content = self._parameter_schema(param, at)
         style, explode, delimiter = self._style(param, at, location)
         resolved = self._resolved_shape(schema, defs)
