@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import random
 import subprocess
 import sys
@@ -44,12 +43,15 @@ from pydantic import TypeAdapter, ValidationError
 from toolweave import sdk_compat
 from toolweave.backends import relay
 from toolweave.backends.base import Backend, logger, unavailable_result
+from toolweave.backends.environment import child_env
 from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, proxied
 from toolweave.backends.stderr import StderrRelay, backend_secrets
 from toolweave.results import error_result
 
 INITIAL_BACKOFF = 0.25
 MAX_BACKOFF = 30.0
+STDERR_WAIT = 1.0
+"""Seconds a failed stdio connection waits for the child's stderr to end, to quote its last lines."""
 HEALTH_INTERVAL = 15.0
 _PAGE_CAP = 100
 _SAMPLING_RESULT: TypeAdapter[Any] = TypeAdapter(
@@ -142,10 +144,11 @@ class MCPBackend(Backend):
                 message = _describe_error(
                     ConnectionError(self.last_error or f"connection lost ({cancelled})")
                 )
+                message = await self._with_stderr(message)
                 self._set_status("failed" if not self._ready.is_set() else "reconnecting", message)
                 logger.warning("backend %s: %s (retrying in %.1fs)", self.name, message, backoff)
             except BaseException as error:  # noqa: BLE001 - any failure of a backend is a status, not a crash
-                message = _describe_error(error, self._http_error)
+                message = await self._with_stderr(_describe_error(error, self._http_error))
                 first = not self._ready.is_set()
                 self._set_status("failed" if first else "reconnecting", message)
                 logger.warning("backend %s: %s (retrying in %.1fs)", self.name, message, backoff)
@@ -157,6 +160,15 @@ class MCPBackend(Backend):
                 self._set_status("reconnecting", self.last_error or "connection lost")
             await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
             backoff = min(backoff * 2, MAX_BACKOFF)
+
+    async def _with_stderr(self, message: str) -> str:
+        """A stdio child's connection error, with the last lines it wrote to stderr: the cause (a
+        certificate it refused, a package it could not fetch) is there, not in "Connection closed"."""
+        relay = self._stderr
+        if relay is None or self._stopping:
+            return message
+        lines = await relay.tail(STDERR_WAIT)
+        return f"{message}; its stderr ended with: {' | '.join(lines)}" if lines else message
 
     async def _connect_and_serve(self) -> None:
         self._lost = asyncio.Event()
@@ -187,7 +199,10 @@ class MCPBackend(Backend):
         config = self.config
         if config.command:
             params = StdioServerParameters(
-                command=config.command, args=config.args, env=_child_env(config.env), cwd=config.cwd
+                command=config.command,
+                args=config.args,
+                env=child_env(config.env, config.env_passthrough),
+                cwd=config.cwd,
             )
             if self._errlog is None:
                 await self._close_stderr()
@@ -611,18 +626,6 @@ def _header_maps(tools: list[types.Tool]) -> dict[str, dict[tuple[str, ...], str
             if found:
                 maps[tool.name] = found
     return maps
-
-
-def _child_env(env: dict[str, str]) -> dict[str, str]:
-    """The backend's env, with the gateway's own bin directory first on PATH.
-
-    So `command = "python"` or `command = "mcp-server-time"` finds the programs
-    installed next to toolweave (its virtualenv) even when it is not activated.
-    """
-    if "PATH" in env:
-        return dict(env)
-    bin_dir = os.path.dirname(sys.executable)
-    return {**env, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", os.defpath)])}
 
 
 def _brief(error: Exception) -> str:

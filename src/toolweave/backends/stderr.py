@@ -14,6 +14,10 @@ settings (an `env` key or header whose name says token, key, password...: see
 `secrets.is_secret_name`) replaced by the redaction marker. At most
 `BURST_LINES` lines, refilled at `LINES_PER_SECOND`, are logged; the rest are
 counted and reported in one line, so a chatty child cannot flood the log.
+
+The last `TAIL_LINES` lines are kept (logged or not): when the child's connection
+fails, they go into the backend's error (`tail`), because the cause ("invalid peer
+certificate") is what the child said, and "Connection closed" tells an agent nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import logging
 import os
 import time
+from collections import deque
 from typing import IO, Any
 
 from toolweave.secrets import is_secret_name, redact_text
@@ -34,6 +39,10 @@ BURST_LINES = 200
 READ_CHUNK = 65_536
 MIN_SECRET_CHARS = 4
 """Shorter secret values are not replaced (they would hit ordinary words)."""
+TAIL_LINES = 5
+"""How many of the child's last lines a connection error quotes."""
+TAIL_LINE_CHARS = 300
+"""Each quoted line is cut here: an error message stays short."""
 
 
 def backend_secrets(config: Any) -> tuple[str, ...]:
@@ -72,6 +81,7 @@ class StderrRelay:
         self._tokens = float(BURST_LINES)
         self._refilled = time.monotonic()
         self._dropped = 0
+        self._tail: deque[bytes] = deque(maxlen=TAIL_LINES)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._pump(), name=f"stderr:{self.backend}")
@@ -87,6 +97,16 @@ class StderrRelay:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+
+    async def tail(self, wait: float) -> list[str]:
+        """The child's last lines, cleaned and cut; first waiting (at most `wait` seconds) until its
+        stderr has ended, so that what it said just before it exited is there too."""
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), wait)
+        lines = [clean_line(raw, self.secrets) for raw in self._tail]
+        return [line if len(line) <= TAIL_LINE_CHARS else line[:TAIL_LINE_CHARS] + " [cut]" for line in lines]
 
     async def _pump(self) -> None:
         loop = asyncio.get_running_loop()
@@ -117,6 +137,7 @@ class StderrRelay:
     def _log(self, raw: bytes) -> None:
         if not raw.strip():
             return
+        self._tail.append(raw[: MAX_LINE_CHARS + 1])
         if not self._take_token():
             self._dropped += 1
             return

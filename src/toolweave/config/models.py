@@ -185,6 +185,9 @@ class BackendConfig(StrictModel):
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    env_passthrough: list[str] = Field(default_factory=list, max_length=256)
+    """stdio: more of the gateway's environment variables the child gets (glob patterns, `AWS_*`), beside
+    the safe set every child gets (`backends.environment.INHERITED`)."""
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
@@ -263,6 +266,8 @@ class BackendConfig(StrictModel):
         return self._http_api_keys_fit()
 
     def _http_api_keys_fit(self) -> BackendConfig:
+        if self.env_passthrough and not self.command:
+            raise ValueError("'env_passthrough' needs 'command': it sets a stdio child's environment")
         owners = {"base_url": "openapi", "include": "openapi", "exclude": "openapi", "actions": "http"}
         problems = [
             f"'{key}' needs '{owner}'"
