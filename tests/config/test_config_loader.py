@@ -157,6 +157,19 @@ def test_unset_variable_without_default_is_an_error_at_its_path(
     assert "${TW_TEST_UNSET:-default}" in found["backends[0].headers.Authorization"]
 
 
+def test_a_shared_federated_namespace_must_name_its_tenant(write_config: WriteConfig) -> None:
+    """Before, `shared = true` alone was accepted, and whoever registered the namespace first received
+    every tenant's calls of it."""
+    path = write_config({"federation": {"namespaces": [{"name": "crm", "shared": True}]}})
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    found = problems(caught.value)
+    assert list(found) == ["federation.namespaces[0]"], found
+    assert "shared namespace 'crm' needs 'tenant'" in found["federation.namespaces[0]"]
+    named = write_config({"federation": {"namespaces": [{"name": "crm", "shared": True, "tenant": "acme"}]}})
+    assert load_config(named).federation.namespaces[0].tenant == "acme"
+
+
 def test_every_problem_is_reported_at_once_with_its_path(write_config: WriteConfig) -> None:
     path = write_config(
         """

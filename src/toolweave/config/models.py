@@ -371,9 +371,12 @@ class FederatedNamespace(StrictModel):
 
     name: str
     tenant: str | None = None
-    """Only clients with a key of this tenant may register it (None: clients of any tenant, first come)."""
+    """Only clients with a key of this tenant (or the local operator, without auth) may register it
+    (None: clients of any tenant, first come)."""
     shared: bool = False
-    """Every tenant sees (and may call) its tools, not only the tenant that registered them."""
+    """Every tenant sees (and may call) its tools, not only the tenant that registered them. Needs
+    `tenant`: every tenant's calls (secret arguments included) go to whoever serves it, so the
+    operator names who may; first come would let any `tools:federate` key take them."""
 
     @field_validator("name")
     @classmethod
@@ -381,6 +384,15 @@ class FederatedNamespace(StrictModel):
         if not BACKEND_NAME_RE.match(value):
             raise ValueError(f"namespace {value!r} must match ^[a-z0-9][a-z0-9_-]{{0,31}}$")
         return value
+
+    @model_validator(mode="after")
+    def _shared_names_its_server(self) -> FederatedNamespace:
+        if self.shared and self.tenant is None:
+            raise ValueError(
+                f"shared namespace {self.name!r} needs 'tenant': the tenant whose keys may serve it "
+                "(every tenant's calls of it go to that tenant's clients)"
+            )
+        return self
 
 
 class FederationConfig(StrictModel):

@@ -100,14 +100,32 @@ async def test_a_namespace_is_its_tenants_alone(sqlite_app) -> None:
             assert (called.status_code == 200) is listed, called.text
 
 
-async def test_a_shared_namespace_is_visible_to_every_tenant(sqlite_app) -> None:
-    api, key = await federating_app(sqlite_app, federation={"namespaces": [{"name": "crm", "shared": True}]})
+async def test_a_shared_namespace_is_visible_to_every_tenant_and_served_by_its_tenant_only(
+    sqlite_app,
+) -> None:
+    """A shared namespace receives every tenant's calls, so only the tenant the config names may serve
+    it: another tenant's `tools:federate` key registering it first would receive them all."""
+    namespaces = [{"name": "crm", "shared": True, "tenant": "acme"}]
+    api, key = await federating_app(sqlite_app, federation={"namespaces": namespaces})
     globex_agent = await api.key("globex", "tools:read")
-    async with served(api) as base, raw_client(base, key, "crm") as client:
+    globex_federate = await api.key("globex", "tools:federate")
+    async with served(api) as base:
+        async with raw_client(base, globex_federate, "crm") as squatter:
+            refused = await squatter.register([tool("lookup")])
+        assert refused["problems"][0]["message"] == "namespace 'crm' is reserved for another tenant"
+        async with raw_client(base, key, "crm") as client:
+            assert (await client.register([tool("lookup")]))["accepted"]
+            async with api.client(globex_agent) as http:
+                names = {t["name"] for t in (await http.get("/api/v1/ai-tools")).json()["tools"]}
+            assert "crm__lookup" in names
+
+
+async def test_without_auth_the_local_operator_serves_a_reserved_namespace(sqlite_app) -> None:
+    """Without keys everyone is the operator, who may serve what the config reserves for a tenant."""
+    namespaces = [{"name": "crm", "shared": True, "tenant": "acme"}]
+    api = await sqlite_app({"federation": {**FAST_HEARTBEAT, "namespaces": namespaces}})
+    async with served(api) as base, raw_client(base, None, "crm") as client:
         assert (await client.register([tool("lookup")]))["accepted"]
-        async with api.client(globex_agent) as http:
-            names = {t["name"] for t in (await http.get("/api/v1/ai-tools")).json()["tools"]}
-        assert "crm__lookup" in names
 
 
 async def test_keys_without_the_scope_or_revoked_are_closed_with_the_reason(sqlite_app) -> None:

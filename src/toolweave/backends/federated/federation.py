@@ -91,7 +91,12 @@ class Federation:
         if namespace in self._backend_names:
             return [Problem("namespace", f"namespace {namespace!r} is the name of a configured backend")]
         reserved = self.settings.reserved(namespace)
-        if reserved is not None and reserved.tenant is not None and reserved.tenant != tenant:
+        if (
+            reserved is not None
+            and reserved.tenant is not None
+            and tenant is not None
+            and reserved.tenant != tenant
+        ):
             return [Problem("namespace", f"namespace {namespace!r} is reserved for another tenant")]
         existing = self.namespaces.get(namespace)
         if existing is not None and existing.tenant != tenant:
