@@ -318,8 +318,11 @@ class Gateway:
         )
         return export_tools(tools, format)
 
-    def describe_backends(self) -> list[dict[str, Any]]:
-        return [backend.describe() for backend in [*self.backends.values(), *self.federation.backends()]]
+    def describe_backends(self, tenant: str | None = None) -> list[dict[str, Any]]:
+        """Every backend (`tenant` None: the operator), or those a tenant's caller sees: the configured
+        ones, shared federated namespaces and its own. Another tenant's namespace is not listed."""
+        every = [*self.backends.values(), *self.federation.backends()]
+        return [b.describe() for b in every if tenant is None or b.owner in (None, tenant)]
 
     @property
     def base_dir(self) -> Path:

@@ -353,7 +353,7 @@ class DefinitionService:
             raise DefinitionError(
                 422, "invalid_definition", f"the definition has {len(problems)} problem(s)", problems
             )
-        self.check_name(model.name, exclude_id=exclude_id)  # type: ignore[attr-defined]
+        self.check_name(model.name, tenant, exclude_id=exclude_id)  # type: ignore[attr-defined]
         problems = self.trial_problems(model, tenant, exclude_id=exclude_id)
         if problems:
             raise DefinitionError(
@@ -375,9 +375,18 @@ class DefinitionService:
             return error.problems or [Problem("definition", error.message)]
         return []
 
-    def check_name(self, name: str, *, exclude_id: str | None) -> None:
-        """409 naming both sides when `name` is taken by the file, a backend tool or another API composite."""
+    def check_name(self, name: str, tenant: str | None, *, exclude_id: str | None) -> None:
+        """409 naming both sides when `name` is taken by the file, a backend tool or another API composite
+        that `tenant` sees. Names are unique across tenants, so one another tenant uses is a 409 too, but
+        one that says nothing of what holds it (the same words for a composite or a federated tool)."""
         here = f"composite tool {name!r} (this request)"
+        unseen = DefinitionError(
+            409,
+            "name_conflict",
+            f"name conflict: {here} and a name already used on this gateway (names are unique across "
+            "tenants); choose another name",
+            [Problem("definition.name", "already used on this gateway")],
+        )
         if self.file_definition(name) is not None:
             raise DefinitionError(
                 409,
@@ -388,6 +397,8 @@ class DefinitionService:
             )
         for known in self._known.values():
             if known.stored.name == name and known.stored.id != exclude_id:
+                if not _sees(tenant, known.stored.tenant):
+                    raise unseen
                 raise DefinitionError(
                     409,
                     "name_conflict",
@@ -397,6 +408,8 @@ class DefinitionService:
                 )
         entry = self.gateway.catalog.get(name)
         if entry is not None and entry.composite is None:
+            if not _sees(tenant, entry.owner):
+                raise unseen  # another tenant's federated namespace: not even its name is told
             backend = entry.backend.name if entry.backend else "?"
             hidden = " (hidden from clients)" if entry.hidden else ""
             raise DefinitionError(
@@ -425,7 +438,8 @@ class DefinitionService:
         owners[name] = tenant
         gateway = self.gateway
         definitions = [*gateway.config.composite_tools, *(known.model for known in others), model]
-        trial = Catalog.build(gateway.config, list(gateway.backends.values()), definitions, owners=owners)
+        backends = [*gateway.backends.values(), *gateway.federation.backends()]  # as `Gateway.rebuild`
+        trial = Catalog.build(gateway.config, backends, definitions, owners=owners)
         problems = [problem.under("definition") for problem in trial.degraded.get(name, [])]
         problems += [
             Problem("definition", i.message) for i in trial.issues if i.subject == name and not problems
@@ -502,3 +516,8 @@ def size_problems(definition: Any, limits: LimitsConfig) -> list[Problem]:
         elif isinstance(value, list):
             stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
     return sorted(problems, key=lambda problem: problem.path)
+
+
+def _sees(tenant: str | None, owner: str | None) -> bool:
+    """Whether a caller of `tenant` (None: the operator) sees an object of `owner` (None: shared)."""
+    return tenant is None or owner is None or owner == tenant

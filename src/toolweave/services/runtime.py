@@ -205,7 +205,8 @@ class ServerRuntime:
         Returns the backend's description as the new attempt begins.
         """
         backend = self.gateway.backends.get(name)
-        if backend is None and any(b.name == name for b in self.gateway.federation.backends()):
+        federated = (b for b in self.gateway.federation.backends() if b.name == name)
+        if backend is None and any(tenant is None or b.owner in (None, tenant) for b in federated):
             raise Conflict(
                 f"backend {name!r} is federated: its clients connect to the gateway, so it cannot be redialled"
             )

@@ -35,7 +35,7 @@ async def list_backends(
     caller: Session = Depends(require(READ)), rt: ServerRuntime = Depends(runtime)
 ) -> BackendList:
     own = {summary["backend"] for summary in await rt.connections.list(caller.tenant)}
-    return BackendList(backends=[backend_out(b, own) for b in rt.gateway.describe_backends()])
+    return BackendList(backends=[backend_out(b, own) for b in rt.gateway.describe_backends(caller.tenant)])
 
 
 @router.post(
@@ -45,8 +45,8 @@ async def list_backends(
     summary="Reconnect a backend now",
     responses={
         403: {"description": "The key lacks tools:admin"},
-        404: {"description": "No such backend"},
-        409: {"description": "A federated backend (its clients connect to the gateway)"},
+        404: {"description": "No such backend (or another tenant's federated namespace)"},
+        409: {"description": "A federated backend the caller sees (its clients connect to the gateway)"},
         429: {"description": "A tenant's key, a shared backend, reconnected by a tenant under 30 s ago"},
     },
 )

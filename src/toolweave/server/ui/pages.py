@@ -200,7 +200,7 @@ class Pages:
         rt = ctx.runtime
         tenant = ctx.caller.tenant
         own = {summary["backend"] for summary in await rt.connections.list(tenant)}
-        described = rt.gateway.describe_backends()
+        described = rt.gateway.describe_backends(tenant)
         may_reconnect = (
             {b["name"] for b in described if rt.reconnect_allowed(b["name"], tenant)}
             if ctx.may(ADMIN)
