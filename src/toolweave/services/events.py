@@ -8,6 +8,9 @@ tenant's subscribers see their tenant's calls, the operator (no tenant) sees
 all. Each subscriber has a bounded queue; one that does not keep up loses its
 oldest events (and is told how many), it never slows a call or another
 subscriber. With nobody subscribed and the logger quiet, no event is built.
+
+With Redis, the events of every gateway sharing the database reach every gateway's
+subscribers (`services.event_relay`): a follower behind a balancer sees the whole deployment.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
 from toolweave.catalog.catalog import Entry
 from toolweave.executor.trace import tool_result_event
+
+if TYPE_CHECKING:
+    from toolweave.services.event_relay import EventRelay
 
 logger = logging.getLogger("toolweave.trace")
 
@@ -47,13 +53,16 @@ class Subscriber:
 
 
 class EventStream:
-    def __init__(self) -> None:
+    def __init__(self, relay: EventRelay | None = None) -> None:
         self.subscribers: set[Subscriber] = set()
+        self.relay = relay
+        """The other gateways' events and ours for them (Redis), or None."""
 
     def observe(self, entry: Entry, result: types.CallToolResult, seconds: float, tenant: str | None) -> None:
         """The call observer's part (`tenant`: the caller's): must stay cheap and never raise."""
         try:
-            if not self.subscribers and not logger.isEnabledFor(logging.INFO):
+            relayed = self.relay is not None and self.relay.wanted()
+            if not self.subscribers and not relayed and not logger.isEnabledFor(logging.INFO):
                 return
             event = tool_result_event(entry, result, seconds, tenant)
             if logger.isEnabledFor(logging.INFO):
@@ -65,10 +74,16 @@ class EventStream:
                     event["source"],
                     extra={"event": event},
                 )
-            for subscriber in self.subscribers:
-                subscriber.offer(event)
+            self.deliver(event)
+            if relayed:
+                self.relay.send(event)  # type: ignore[union-attr]
         except Exception:
             logger.debug("tracing a call failed", exc_info=True)
+
+    def deliver(self, event: dict[str, Any]) -> None:
+        """Hand an event (ours, or another gateway's) to every subscriber that may see it."""
+        for subscriber in self.subscribers:
+            subscriber.offer(event)
 
     def subscribe(self, tenant: str | None, *, everything: bool) -> Subscriber:
         """A new subscriber (`everything`: the operator's, who sees every tenant's calls)."""
@@ -76,10 +91,14 @@ class EventStream:
             raise OverflowError(f"at most {MAX_SUBSCRIBERS} event streams may be open at once")
         subscriber = Subscriber(tenant, everything)
         self.subscribers.add(subscriber)
+        if self.relay is not None:
+            self.relay.listening(True)
         return subscriber
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.discard(subscriber)
+        if self.relay is not None and not self.subscribers:
+            self.relay.listening(False)
 
     async def follow(
         self, subscriber: Subscriber, keepalive: float = 15.0

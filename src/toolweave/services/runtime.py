@@ -29,6 +29,7 @@ from toolweave.gateway import Gateway
 from toolweave.services.change_feed import ChangeFeed, Mode, plan
 from toolweave.services.connections import TenantBackends
 from toolweave.services.definitions import DefinitionService
+from toolweave.services.event_relay import EventRelay
 from toolweave.services.events import EventStream
 from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
@@ -80,7 +81,9 @@ class ServerRuntime:
         self.tenant_backends = TenantBackends(self.connections)
         self._tenant_reconnects: dict[str, float] = {}
         """Shared backend → when a tenant last had it reconnected (monotonic seconds)."""
-        self.events = EventStream()
+        self.events = EventStream(
+            EventRelay(self.db, config.gateway.redis_url) if config.gateway.redis_url else None
+        )
         self.gateway = Gateway(
             config,
             runs=self.runs,
@@ -119,6 +122,8 @@ class ServerRuntime:
             feed = self.sync
             self.definitions.on_change = lambda row: feed.definitions_changed(row.id)
             await feed.start()
+        if self.events.relay is not None:
+            await self.events.relay.start(self.events.deliver)
         if settings.redis_url and self.config.federation.enabled:
             self.relay = FederationRelay(self.gateway.federation, self.db, settings.redis_url)
             await self.relay.start()
@@ -243,6 +248,9 @@ class ServerRuntime:
 
     async def close(self) -> None:
         """Stop in reverse order; each step runs even when an earlier one failed."""
+        if self.events.relay is not None:
+            with contextlib.suppress(Exception):
+                await self.events.relay.close()
         if self.relay is not None:
             with contextlib.suppress(Exception):
                 await self.relay.close()
