@@ -16,13 +16,16 @@ STOP_SECONDS = 15.0
 
 
 @contextlib.asynccontextmanager
-async def serve_asgi(app: Any, *, lifespan: str = "on", **options: Any) -> AsyncIterator[str]:
-    """`app` on a free loopback port until the block ends; yields its base URL (`http://127.0.0.1:PORT`).
+async def serve_asgi(
+    app: Any, *, lifespan: str = "on", port: int | None = None, **options: Any
+) -> AsyncIterator[str]:
+    """`app` on a free loopback port (or `port`) until the block ends; yields its base URL
+    (`http://127.0.0.1:PORT`).
 
     `options` go to `uvicorn.Config` (e.g. `timeout_graceful_shutdown`). Signals stay
     pytest's; a server that stops before it started raises its error here.
     """
-    port = free_port()
+    port = port or free_port()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan, **options
     )

@@ -149,10 +149,14 @@ def listen_or_exit(
 async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, state: Path | None) -> None:
     import uvicorn
 
+    from toolweave.identity import public_url_for
     from toolweave.server.app import build_http_app
 
     host, port = listener.getsockname()[:2]
-    app, gateway = await build_http_app(cfg, host=host, require_auth=require_auth, wait_for_backends=False)
+    public_url = public_url_for(cfg.gateway.public_url, host, port)
+    app, gateway = await build_http_app(
+        cfg, host=host, require_auth=require_auth, wait_for_backends=False, public_url=public_url
+    )
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     err.print(
         f"toolweave listening · MCP at [bold]{url}/mcp[/] · REST at {url}/api/v1 · "

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from toolweave.config.auth import AuthConfig
 from toolweave.config.http_api import HttpAction, HttpAuth, check_filter
 from toolweave.config.patterns import pattern_problem
 from toolweave.config.servers import ServerConfig, Tag
@@ -107,6 +108,19 @@ class GatewayConfig(StrictModel):
     instance: str = Field(default="", max_length=128)
     """This replica's name: the `instance` label of its `/metrics` series, in `/healthz` and
     `/readyz` (`""`: `hostname:pid`; see docs/deployment.md)."""
+    public_url: str = ""
+    """How clients reach the gateway (`https://tools.example.com`, behind a proxy): the OAuth resource is
+    this + `/mcp`. Empty: derived from the bind address (`http://host:port`)."""
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if value and (not value.startswith(("http://", "https://")) or "?" in value or "#" in value):
+            raise ValueError(
+                f"public_url is the gateway's base URL (`https://tools.example.com`), not {value!r}"
+            )
+        return value
 
     @field_validator("separator")
     @classmethod
@@ -324,10 +338,6 @@ class PolicyConfig(StrictModel):
     file's composites always may)."""
     concurrent_width: int = Field(default=10, ge=1)
     read_width: int = Field(default=64, ge=1)
-
-
-class AuthConfig(StrictModel):
-    required: bool = False
 
 
 class UiConfig(StrictModel):

@@ -23,6 +23,7 @@ from toolweave.server.bodies import BodyLimitMiddleware
 from toolweave.server.federation import federation_route
 from toolweave.server.health import health_routes
 from toolweave.server.hosts import HostOriginMiddleware, HostRules
+from toolweave.server.identity import identity_parts
 from toolweave.server.mcp.endpoint import build_endpoint
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
@@ -156,6 +157,7 @@ def server_app(
     require_auth: bool = False,
     start_runtime: bool = True,
     json_response: bool = False,
+    public_url: str | None = None,
 ) -> Starlette:
     """The whole HTTP surface of a served gateway: `/mcp`, `/api/v1`, `/openapi.json`, `/docs`, `/metrics`,
     and the web UI at `/` (unless `[ui] enabled = false`).
@@ -165,6 +167,9 @@ def server_app(
     stored definitions, and undoes it all on shutdown; pass `start_runtime=False` with
     a runtime that is already started (the CLI starts it first, to print the backend
     table before binding).
+
+    `public_url`: how clients reach this gateway, for OAuth (default: `gateway.public_url`, else
+    `http://host:gateway.port`).
     """
     if runtime is None:
         if config is None:
@@ -176,18 +181,25 @@ def server_app(
         if start_runtime:
             await rt.start()
 
+    identity = identity_parts(rt.config, host, public_url)
+
     async def shutdown(_app: Any) -> None:
         await rt.close()
+        await identity.close()
 
     auth = Middleware(
-        AuthMiddleware, required=rt.require_auth, cache=lambda: rt.key_cache if rt.started else None
+        AuthMiddleware,
+        required=rt.require_auth,
+        cache=lambda: rt.key_cache if rt.started else None,
+        tokens=identity.tokens,
+        resource=identity.resource,
     )
     app = create_app(
         rt.gateway,
         host=host,
         json_response=json_response,
         start_gateway=False,
-        extra_routes=[*health_routes(rt), *ui_routes(rt), Mount("/", app=build_api(rt))],
+        extra_routes=[*health_routes(rt), *identity.routes, *ui_routes(rt), Mount("/", app=build_api(rt))],
         middleware=[auth],
         federation=federation_route(
             rt.gateway, require_auth=rt.require_auth, keys=lambda: rt.key_cache if rt.started else None
@@ -196,17 +208,24 @@ def server_app(
         on_shutdown=shutdown,
     )
     app.state.runtime = rt
+    app.state.identity = identity
     return app
 
 
 async def build_http_app(
-    cfg: Config, *, host: str, require_auth: bool = False, wait_for_backends: bool = True
+    cfg: Config,
+    *,
+    host: str,
+    require_auth: bool = False,
+    wait_for_backends: bool = True,
+    public_url: str | None = None,
 ) -> tuple[Any, Gateway]:
     """For `toolweave serve`: the runtime started now (database, stored definitions and, with
     `wait_for_backends`, every backend's first connection attempt), served later."""
     runtime = ServerRuntime(cfg, require_auth=require_auth, wait_for_backends=wait_for_backends)
     await runtime.start()
-    return server_app(runtime=runtime, host=host, start_runtime=False), runtime.gateway
+    app = server_app(runtime=runtime, host=host, start_runtime=False, public_url=public_url)
+    return app, runtime.gateway
 
 
 async def _no_route(request: Request, _error: Exception) -> JSONResponse:

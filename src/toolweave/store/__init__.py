@@ -6,6 +6,7 @@ The gateway core never imports this package; the server and CLI build a
 `SqlRunStore`, the core's `RunStore` on a database) to whoever needs them.
 """
 
+from toolweave.store._sql import check_tenant
 from toolweave.store.composites import (
     COMPOSITE_KINDS,
     COMPOSITE_STATUSES,
@@ -56,4 +57,5 @@ __all__ = [
     "TooSoon",
     "VersionInfo",
     "alembic_config",
+    "check_tenant",
 ]
