@@ -84,9 +84,16 @@ def is_loopback_client(scope: Scope) -> bool:
         return False
 
 
+def is_mcp_path(path: str) -> bool:
+    """`/mcp`, or a virtual server's MCP endpoint `/servers/{name}/mcp`."""
+    if path == MCP_PATH:
+        return True
+    return path.startswith("/servers/") and path.endswith("/mcp") and path.count("/") == 3
+
+
 def _protected(path: str) -> bool:
-    if path.startswith("/servers/") and path.endswith("/mcp") and path.count("/") == 3:
-        return True  # a virtual server's MCP endpoint, `/servers/{name}/mcp`
+    if is_mcp_path(path):
+        return True
     return any(path == prefix or path.startswith(prefix + "/") for prefix in PROTECTED_PREFIXES)
 
 
@@ -153,7 +160,7 @@ class AuthMiddleware:
             await deny(send, 403, "forbidden", "reading metrics needs the tools:read scope")
             return
         scope[SESSION_SCOPE_KEY] = session
-        if path == MCP_PATH and TOKEN_FLAG in session.extra and not session.scopes >= _MCP_SCOPES:
+        if is_mcp_path(path) and TOKEN_FLAG in session.extra and not session.scopes >= _MCP_SCOPES:
             await self._mcp_with_scopes(session, scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -183,7 +190,7 @@ class AuthMiddleware:
             challenge = 'Bearer realm="toolweave"'
             if description is not None:
                 challenge += f', error="invalid_token", error_description="{quotable(description)}"'
-        if scope.get("path") == MCP_PATH:
+        if is_mcp_path(scope.get("path", "")):
             await answer_jsonrpc(send, 401, UNAUTHORIZED_CODE, message, challenge)
         else:
             await deny(send, 401, "unauthorized", message, challenge)
