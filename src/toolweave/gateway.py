@@ -42,6 +42,10 @@ from toolweave.runs import MemoryRunStore, RunStore
 from toolweave.servers import VirtualServers
 
 logger = logging.getLogger("toolweave.gateway")
+
+REBUILD_SPACING = 4.0
+"""After a rebuild, the next scheduled one waits this many times its cost: under any churn of
+registrations or backend changes, rebuilding takes at most a fifth of the event loop's time."""
 ToolsChanged = Callable[[], None]
 
 
@@ -92,6 +96,8 @@ class Gateway:
         self._templates: list[tuple[types.ResourceTemplate, Backend]] = []
         self._prompts: dict[str, tuple[types.Prompt, Backend, str]] = {}
         self._rebuild_pending = False
+        self._rebuild_cost = 0.0
+        self._rebuilt_at = 0.0
         self._reported_issues: list[Any] = []
         self._executor: ToolExecutor | None = None
         self._started = False
@@ -103,7 +109,7 @@ class Gateway:
         """Virtual servers (`[[servers]]`, and the API's): named selections served at `/servers/{name}/mcp`."""
         self.servers.define([(server, None) for server in config.servers])
         self.federation = Federation(
-            config, lookup=lambda name: self.registry.catalog.get(name), changed=self.rebuild
+            config, lookup=lambda name: self.registry.catalog.get(name), changed=self._federation_changed
         )
         """Namespaces registered by federated clients: backends whose tools run in the clients' networks."""
 
@@ -194,6 +200,14 @@ class Gateway:
 
     def rebuild(self) -> Catalog:
         """Build a new snapshot and swap it in; tell listeners when what clients see changed."""
+        started = time.perf_counter()
+        try:
+            return self._rebuild()
+        finally:
+            self._rebuilt_at = time.perf_counter()
+            self._rebuild_cost = self._rebuilt_at - started
+
+    def _rebuild(self) -> Catalog:
         old = self.registry.catalog
         definitions = [*self.config.composite_tools, *(d for _, d in self._definitions.values())]
         owners = {name: owner for name, (owner, _definition) in self._definitions.items()}
@@ -263,11 +277,23 @@ class Gateway:
         return self._prompts
 
     def schedule_rebuild(self) -> None:
-        """Coalesce bursts of backend changes into one rebuild on the next loop turn."""
+        """Coalesce changes into one rebuild: on the next loop turn, or once the loop has had
+        `REBUILD_SPACING` times the last rebuild's cost to itself.
+
+        A rebuild's cost grows with every tenant's tools; without the spacing, one tenant
+        registering and dropping namespaces in a loop would keep the event loop rebuilding.
+        """
         if not self._started or self._rebuild_pending:
             return
         self._rebuild_pending = True
-        asyncio.get_running_loop().call_soon(self._scheduled_rebuild)
+        wait = self._rebuilt_at + REBUILD_SPACING * self._rebuild_cost - time.perf_counter()
+        asyncio.get_running_loop().call_later(max(0.0, wait), self._scheduled_rebuild)
+
+    def _federation_changed(self) -> None:
+        if self._started:
+            self.schedule_rebuild()
+        else:
+            self.rebuild()
 
     def _scheduled_rebuild(self) -> None:
         self._rebuild_pending = False

@@ -418,6 +418,10 @@ class FederationConfig(StrictModel):
     `max_frame_bytes` frames); more closes the connection (4429)."""
     max_tools: int = Field(default=256, ge=1, le=4096)
     """Tools one namespace may register."""
+    max_namespaces_per_tenant: int = Field(default=8, ge=1, le=10_000)
+    """Federated namespaces the clients of one tenant may hold at once (on every gateway together)."""
+    max_tools_per_tenant: int = Field(default=1024, ge=1, le=1_000_000)
+    """Federated tools the namespaces of one tenant may hold together."""
     max_clients: int = Field(default=16, ge=1, le=1024)
     """Clients one namespace may have connected at once (on this gateway)."""
     call_timeout: Duration = 30.0

@@ -75,6 +75,8 @@ class Federation:
                         f"namespace {namespace!r} has the most clients allowed ({self.settings.max_clients})",
                     )
                 )
+        if existing is None and not problems:
+            problems.extend(self._tenant_share_problems(manifest, tenant))
         for index, tool in enumerate(manifest.tools):
             exposed = f"{namespace}{self.separator}{tool.name}"
             entry = self._lookup(exposed)
@@ -86,6 +88,36 @@ class Federation:
                     )
                 )
         return problems
+
+    def _tenant_share_problems(self, manifest: Manifest, tenant: str | None) -> list[Problem]:
+        """A new namespace past its tenant's share: namespaces and tools one tenant may hold.
+
+        Without these, one tenant could hold tens of thousands of tools that every catalog
+        rebuild (everyone's registrations, everyone's composites) pays for.
+        """
+        if tenant is None:
+            return []  # the local operator (no auth): its own gateway
+        held = [backend for backend in self.namespaces.values() if backend.tenant == tenant]
+        settings = self.settings
+        who = f"tenant {tenant!r}"
+        if len(held) >= settings.max_namespaces_per_tenant:
+            return [
+                Problem(
+                    "namespace",
+                    f"{who} holds {len(held)} federated namespaces already, the most allowed "
+                    "([federation] max_namespaces_per_tenant)",
+                )
+            ]
+        tools = sum(len(backend.manifest.tools) for backend in held)
+        if tools + len(manifest.tools) > settings.max_tools_per_tenant:
+            return [
+                Problem(
+                    "tools",
+                    f"{who} holds {tools} federated tools; {len(manifest.tools)} more is past the limit of "
+                    f"{settings.max_tools_per_tenant} ([federation] max_tools_per_tenant)",
+                )
+            ]
+        return []
 
     def _ownership_problems(self, namespace: str, tenant: str | None) -> list[Problem]:
         if namespace in self._backend_names:
