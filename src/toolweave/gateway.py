@@ -38,6 +38,7 @@ from toolweave.executor import (
     Session,
     ToolExecutor,
 )
+from toolweave.executor.in_flight import CallInFlight
 from toolweave.runs import MemoryRunStore, RunStore
 from toolweave.servers import VirtualServers
 
@@ -175,6 +176,15 @@ class Gateway:
         if self._rebuild_pending:  # their status change scheduled one for the next loop turn: now
             self.rebuild()
         return True
+
+    def calls_in_flight(self) -> list[CallInFlight]:
+        """The top-level calls running now: what a stopping gateway waits for."""
+        return self.registry.in_flight.calls()
+
+    def stop_calls(self) -> int:
+        """Stop every call in flight now (a gateway told to stop at once): each caller gets an error
+        saying so, and each run is left `interrupted` (resumable) when the run store closes."""
+        return self.registry.in_flight.stop_all()
 
     async def stop(self) -> None:
         await self.federation.close(GOING_AWAY, "the gateway is shutting down")

@@ -167,13 +167,9 @@ async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, 
         err.print(f"web UI at [bold]{url}/[/] · API docs at {url}/docs", soft_wrap=True)
     announce_backends(gateway)
 
-    class Server(uvicorn.Server):
-        async def shutdown(self, sockets: Any = None) -> None:
-            # here, not after serve(): uvicorn re-raises SIGTERM/SIGINT once serve() has returned
-            forget_serving(state)  # `tools`, `call`, `export` start their own backends again
-            await super().shutdown(sockets)
+    from toolweave.cli.stopping import GatewayServer
 
-    server = Server(
+    server = GatewayServer(
         uvicorn.Config(
             app,
             log_level="warning",
@@ -181,9 +177,19 @@ async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, 
             http="httptools",
             # the federation endpoint refuses a frame over the limit with its own reason; this bounds the rest
             ws_max_size=2 * cfg.federation.max_frame_bytes,
-        )
+        ),
+        gateway,
+        say=lambda line: err.print(escape(line), highlight=False, soft_wrap=True),
+        on_shutdown=lambda: _stopping(app, state),
     )
     await server.serve(sockets=[listener])
+
+
+def _stopping(app: Any, state: Path | None) -> None:
+    """At shutdown, not after serve() (uvicorn re-raises SIGTERM/SIGINT once serve() has returned): from
+    now on `tools`, `call`, `export` start their own backends again, and MCP event streams end."""
+    forget_serving(state)
+    app.state.front.stop_listening()
 
 
 def announce_backends(gateway: Any) -> None:

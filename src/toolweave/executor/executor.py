@@ -59,6 +59,22 @@ class ToolExecutor:
         self, name: str, arguments: Any = None, *, progress: ProgressFn | None = None
     ) -> types.CallToolResult:
         """Call an exposed tool as a client would (hidden tools, and other tenants' tools, are unknown)."""
+        in_flight = self.registry.in_flight
+        task = asyncio.current_task()
+        if self.depth or task is None or task in in_flight:  # part of a call already counted
+            return await self._call(name, arguments, progress)
+        in_flight.enter(task, name)
+        try:
+            return await self._call(name, arguments, progress)
+        except asyncio.CancelledError:
+            stopped = in_flight.stopped_result(task)  # the gateway is stopping: answered, not dropped
+            if stopped is None:
+                raise
+            return stopped
+        finally:
+            in_flight.leave(task)
+
+    async def _call(self, name: str, arguments: Any, progress: ProgressFn | None) -> types.CallToolResult:
         if arguments is None:
             arguments = {}
         catalog = self.registry.catalog
@@ -196,6 +212,8 @@ class ToolExecutor:
         record, resume = recording.open_record(entry, arguments, self.session.tenant)
         since = time.perf_counter()
         await recording.started(runs, record)
+        if self.depth == 0:
+            self.registry.in_flight.note_run(record.id)
         try:
             if entry.composite is None:
                 result = await self._call_backend(entry, arguments, progress)
@@ -206,7 +224,8 @@ class ToolExecutor:
             else:
                 result = await self._run_composite(entry, arguments, progress, record, resume)
         except asyncio.CancelledError:
-            await recording.cancelled(runs, record, since)
+            if not self.registry.in_flight.stopping:  # stopped by a stopping gateway: left running, so
+                await recording.cancelled(runs, record, since)  # closing the run store interrupts it
             raise
         return await recording.finished(runs, record, entry, result, since)
 

@@ -18,6 +18,7 @@ from toolweave.backends.base import Backend
 from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.catalog.semantic import SemanticRanker
 from toolweave.executor.admission import Admission
+from toolweave.executor.in_flight import InFlight
 from toolweave.executor.policy import Policy
 from toolweave.executor.session import Session
 from toolweave.runs import RunStore
@@ -52,6 +53,7 @@ class Registry:
         "admission",
         "catalog",
         "found_listeners",
+        "in_flight",
         "limits",
         "observe",
         "policy",
@@ -85,5 +87,8 @@ class Registry:
         self.startup_wait = startup_wait
         self.semantic = semantic
         """Meaning-based ranking for `find_tools` (`[search.embeddings]`); None: lexical only."""
+        self.in_flight = InFlight()
+        """The top-level calls running now (what a stopping gateway waits for, or stops; its contents change,
+        the object never does)."""
         self.found_listeners: list[FoundListener] = []
         """Who lists found tools to their sessions (the MCP front adds itself; the list itself never changes)."""

@@ -114,6 +114,8 @@ class MCPFront:
         self.identity = identity or Identity()
         self.default_session = default_session or Session(label="mcp")
         self.bus = InMemorySubscriptionBus()
+        self.listening = ListenHandler(self.bus)
+        """The 2026-07-28 `subscriptions/listen` streams: ended gracefully by `stop_listening`."""
         self.broker = InputBroker()
         self.lane = CallLane(gateway.registry, self._stamped)
         self.relays = Relays(gateway, lambda ctx: self._session(ctx).tenant)
@@ -179,7 +181,7 @@ class MCPFront:
             on_read_resource=self._read_resource,
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
-            on_subscriptions_listen=ListenHandler(self.bus),
+            on_subscriptions_listen=self.listening,
             on_set_logging_level=self.relays.set_level,
             on_completion=self.relays.complete,
             on_subscribe_resource=self.relays.subscribe,
@@ -505,6 +507,11 @@ class MCPFront:
             raise
         except Exception as error:
             raise MCPError(code=-32603, message=naming_backend(backend.name, error)) from error
+
+    def stop_listening(self) -> None:
+        """A stopping server: end every `subscriptions/listen` stream gracefully now (each client gets the
+        stream's final result), so the server does not wait for streams that never end by themselves."""
+        self.listening.close()
 
     async def close(self) -> None:
         self._unsubscribe()
