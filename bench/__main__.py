@@ -28,6 +28,7 @@ from bench.scenarios.http_api import scenario_i
 from bench.scenarios.memory import scenario_g
 from bench.scenarios.passthrough import scenario_a, scenario_b
 from bench.scenarios.peer_gateways import scenario_h
+from bench.scenarios.servers import scenario_l
 from bench.scenarios.ui import scenario_j
 
 Scenario = Callable[[Bench], Awaitable[ScenarioResult]]
@@ -44,6 +45,7 @@ SCENARIOS: dict[str, Scenario] = {
     "I": scenario_i,
     "J": scenario_j,
     "K": scenario_k,
+    "L": scenario_l,
 }
 
 

@@ -17,7 +17,14 @@ import mcp_types as types
 
 from toolweave.backends import Backend
 from toolweave.catalog.catalog import Catalog
-from toolweave.catalog.servers import Selection, build_view, hidden_twins, listing_key, selection_problems
+from toolweave.catalog.servers import (
+    Selection,
+    ToolKey,
+    build_view,
+    hidden_twins,
+    listing_key,
+    selection_problems,
+)
 from toolweave.config.patterns import PatternSet
 from toolweave.config.servers import ServerConfig
 from toolweave.executor import Registry, Session
@@ -50,6 +57,8 @@ class VirtualServer:
             startup_wait=base.startup_wait,
         )
         """The gateway's registry with this server's view as its catalog (pools, runs and policy shared)."""
+        self._key: list[ToolKey] = []
+        """The listing key of the current view (what `rebuild` compares the next one with)."""
         self.served: dict[str, str] = {}
         """Each name this server lists → that tool's name in the catalog (they differ for an alias)."""
         self._listeners: list[Listener] = []
@@ -121,13 +130,17 @@ class VirtualServer:
 
     # -- rebuilding ---------------------------------------------------------
 
-    def rebuild(self, catalog: Catalog, twins: dict[str, Any]) -> bool:
-        """Swap in the view over a new snapshot; True when what this server lists changed."""
-        old = self.registry.catalog
+    def rebuild(self, catalog: Catalog, twins: dict[str, Any], keys: dict[int, ToolKey]) -> bool:
+        """Swap in the view over a new snapshot; True when what this server lists changed (`keys`:
+        listing keys of the snapshot's tools, shared by all views)."""
+        self.selection.forget_beyond(4 * len(catalog.entries) + 64)
         view, self.served = build_view(catalog, self.selection, twins, self.search)
         self.registry.catalog = view
         self._filter_resources_and_prompts()
-        return listing_key(old.listed) != listing_key(view.listed) or old.pinned != view.pinned
+        key = listing_key(view.listed, keys)
+        changed = key != self._key
+        self._key = key
+        return changed
 
     def changed(self) -> None:
         for listener in list(self._listeners):
@@ -207,8 +220,9 @@ class VirtualServers:
         if self.by_name and not self._twins:
             self._twins = hidden_twins(catalog)
         exposing: dict[str, list[str]] = {}
+        keys: dict[int, ToolKey] = {}
         for server in self.by_name.values():
-            if server.rebuild(catalog, self._twins):
+            if server.rebuild(catalog, self._twins, keys):
                 server.changed()
             for original in server.served.values():
                 exposing.setdefault(original, []).append(server.name)

@@ -27,7 +27,7 @@ from toolweave.suggest import did_you_mean
 class Selection:
     """A server's selection rules, compiled once per server definition."""
 
-    __slots__ = ("backends", "config", "hide", "tags", "tools")
+    __slots__ = ("_seen", "backends", "config", "hide", "tags", "tools")
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
@@ -35,16 +35,25 @@ class Selection:
         self.hide = PatternSet(config.hide)
         self.backends = frozenset(config.backends)
         self.tags = frozenset(config.tags)
+        self._seen: dict[tuple[str, str | None, frozenset[str]], bool] = {}
+        """What `selects` answered per (name, backend, tags): a rebuild regexes only names it never saw."""
 
     def selects(self, entry: Entry) -> bool:
         """Whether a listed catalog entry is served (before overrides rename it)."""
-        name = entry.name
-        chosen = (
-            self.tools.matches(name)
-            or (entry.backend is not None and entry.backend.name in self.backends)
-            or not self.tags.isdisjoint(entry.tags)
-        )
+        key = (entry.name, entry.backend.name if entry.backend is not None else None, entry.tags)
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = self._selects(*key)
+        return found
+
+    def _selects(self, name: str, backend: str | None, tags: frozenset[str]) -> bool:
+        chosen = self.tools.matches(name) or backend in self.backends or not self.tags.isdisjoint(tags)
         return chosen and not self.hide.matches(name)
+
+    def forget_beyond(self, size: int) -> None:
+        """Bound the memory of `selects` (names come and go with backends' tools)."""
+        if len(self._seen) > size:
+            self._seen.clear()
 
 
 def hidden_twins(catalog: Catalog) -> dict[str, Entry]:
@@ -142,6 +151,18 @@ def _nothing(pattern: str, names: Iterable[str]) -> str:
     return f"{pattern!r} matches no listed tool{did_you_mean(pattern, list(names))}"
 
 
-def listing_key(tools: Sequence[types.Tool]) -> list[tuple[str, str | None, str]]:
-    """What a client would notice changing in a listing (names, descriptions, input schemas)."""
-    return [(t.name, t.description, repr(t.input_schema)) for t in tools]
+ToolKey = tuple[str, str | None, str]
+
+
+def listing_key(tools: Sequence[types.Tool], known: dict[int, ToolKey] | None = None) -> list[ToolKey]:
+    """What a client would notice changing in a listing (names, descriptions, input schemas);
+    `known`: keys already made for these tool objects (the views of one snapshot share most)."""
+    if known is None:
+        return [(t.name, t.description, repr(t.input_schema)) for t in tools]
+    keys = []
+    for tool in tools:
+        key = known.get(id(tool))
+        if key is None:
+            key = known[id(tool)] = (tool.name, tool.description, repr(tool.input_schema))
+        keys.append(key)
+    return keys

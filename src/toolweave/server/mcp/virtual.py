@@ -69,27 +69,30 @@ class VirtualEndpoints:
         serving = self._serving.get(name)
         return serving.endpoint.front if serving is not None else None
 
+    def resolve(self, name: str, session: Session) -> VirtualServer | tuple[int, str]:
+        """The server a request for `/servers/{name}/mcp` goes to, or (status, why not): one dict lookup
+        and the access check, on every request (the selection was computed when the catalog changed)."""
+        server = self._gateway.servers.by_name.get(name)
+        if server is None or (server.owner is not None and session.tenant != server.owner):
+            known = sorted(s.name for s in self._gateway.servers.visible_to(session))
+            return 404, f"no virtual server {name!r} (yours: {', '.join(known) or 'none'})"
+        if not server.allows(session):
+            return 403, (
+                f"this caller may not use virtual server {name!r}: its access admits other tenants, "
+                "scopes or claims"
+            )
+        return server
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         name = scope.get("path_params", {}).get("name", "")
-        server = self._gateway.servers.by_name.get(name)
         session = scope.get(SESSION_SCOPE_KEY)
         if not isinstance(session, Session):
             session = self._local
-        if server is None or (server.owner is not None and session.tenant != server.owner):
-            known = sorted(s.name for s in self._gateway.servers.visible_to(session))
-            await _refuse(
-                send, 404, "not_found", f"no virtual server {name!r} (yours: {', '.join(known) or 'none'})"
-            )
-            return
-        if not server.allows(session):
-            await _refuse(
-                send,
-                403,
-                "forbidden",
-                f"this caller may not use virtual server {name!r}: its access admits other tenants, "
-                "scopes or claims",
-                challenge=True,
-            )
+        server = self.resolve(name, session)
+        if isinstance(server, tuple):
+            status, message = server
+            code = "not_found" if status == 404 else "forbidden"
+            await _refuse(send, status, code, message, challenge=status == 403)
             return
         serving = self._serving.get(name)
         if serving is None or serving.server is not server:
