@@ -124,3 +124,18 @@ def test_serialize_server_result_and_the_middleware_seam() -> None:
 @pytest.mark.parametrize("name", ["cache_hints", "server_info_stamp"])
 def test_the_server_attributes_the_fast_path_reads(name: str) -> None:
     assert hasattr(Server("seam"), name)
+
+
+async def test_end_session_forgets_and_terminates_a_managers_session() -> None:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    manager = StreamableHTTPSessionManager(app=Server("compat-end"))
+    assert isinstance(manager._server_instances, dict)
+    parameters = list(inspect.signature(manager._discard_session).parameters)
+    assert parameters == ["session_id", "transport"], parameters
+    async with manager.run():
+        transport = manager._admit_session(None)
+        assert transport is not None and transport.mcp_session_id is not None
+        assert await sdk_compat.end_session(manager, transport.mcp_session_id)
+        assert transport.is_terminated and transport.mcp_session_id not in manager._server_instances
+        assert not await sdk_compat.end_session(manager, transport.mcp_session_id)

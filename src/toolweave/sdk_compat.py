@@ -25,6 +25,18 @@ TESTED_MINOR = "2.3"
 # -- server side ------------------------------------------------------------------------
 
 
+async def end_session(manager: Any, session_id: str) -> bool:
+    """End one open session of a `StreamableHTTPSessionManager` now, as if its client had sent DELETE:
+    forgotten at once (its ID answers 404) and its transport terminated, which ends its open streams
+    and its server task. The SDK has no public way (private `_server_instances`, `_discard_session`);
+    a revoked API key's sessions must end. False when the manager does not hold the session."""
+    transport = manager._server_instances.get(session_id)
+    if transport is None:
+        return False
+    await manager._discard_session(session_id, transport)
+    return True
+
+
 def connection_of(session: Any) -> Any:
     """The `Connection` behind a `ServerSession` (private `_connection`): a handshake-era client's
     identity for the gateway (its pools, its log level, its subscriptions), None if there is none."""

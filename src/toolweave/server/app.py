@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route
 from toolweave.config.models import Config
 from toolweave.gateway import Gateway
 from toolweave.server.api import build_api
-from toolweave.server.auth import AuthMiddleware
+from toolweave.server.auth import AuthMiddleware, key_label
 from toolweave.server.bodies import BodyLimitMiddleware
 from toolweave.server.federation import federation_route
 from toolweave.server.health import health_routes
@@ -31,6 +31,7 @@ from toolweave.server.mcp.transport import ExchangeEnd
 from toolweave.server.mcp.virtual import VirtualEndpoints
 from toolweave.server.ui import ui_routes
 from toolweave.services.runtime import ServerRuntime
+from toolweave.store import ApiKeyInfo
 
 FREEZE_AFTER = 1.0
 """Seconds after start-up that the start-up heap is collected and frozen (`_freeze_startup_heap`)."""
@@ -113,6 +114,15 @@ def create_app(
     app.state.gateway = gateway
     app.state.front = front
     app.state.virtual = virtual
+
+    async def end_sessions(tenant: str, label: str) -> int:
+        """End every MCP session one key opened (on `/mcp` or a virtual server): it was revoked."""
+        ended = 0
+        for session_id in quota.held_by(tenant, label):
+            ended += await main.end(session_id) or await virtual.end(session_id)
+        return ended
+
+    app.state.end_sessions = end_sessions
     return app
 
 
@@ -209,6 +219,11 @@ def server_app(
     )
     app.state.runtime = rt
     app.state.identity = identity
+
+    async def end_key_sessions(info: ApiKeyInfo) -> None:
+        await app.state.end_sessions(info.tenant, key_label(info))
+
+    rt.key_revoked_listeners.append(end_key_sessions)
     return app
 
 

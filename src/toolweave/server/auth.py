@@ -55,8 +55,13 @@ def local_session() -> Session:
     return Session(tenant=None, scopes=ALL_SCOPES, label="local", subject="local")
 
 
+def key_label(info: ApiKeyInfo) -> str:
+    """How a key's callers are named in sessions and records (`key:` and its prefix; never the key)."""
+    return f"key:{info.prefix}"
+
+
 def session_for(info: ApiKeyInfo) -> Session:
-    label = f"key:{info.prefix}"
+    label = key_label(info)
     return Session(tenant=info.tenant, scopes=frozenset(info.scopes), label=label, subject=label)
 
 

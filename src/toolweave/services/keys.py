@@ -2,7 +2,8 @@
 
 Keyed by the key's SHA-256 (the plaintext is never kept). Revoking a key in
 this process (`forget_key`) takes effect at once; a key revoked elsewhere (the
-CLI, another gateway) stops working when the change feed says so, or within
+CLI, another gateway) stops working when the change feed (or, on SQLite
+without one, the runtime's count of revoked keys) says so, or within
 `CACHE_SECONDS`.
 """
 

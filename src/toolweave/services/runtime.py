@@ -17,6 +17,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,9 @@ from toolweave.store.gateway_lock import GatewayLock
 
 RECONNECT_COOLDOWN = 30.0
 """Seconds between two reconnects of one shared backend asked for by tenants' keys."""
+
+REVOCATION_POLL = 5.0
+"""Seconds between two checks for keys revoked by another process, when `gateway.sync_interval` is 0."""
 
 logger = logging.getLogger("toolweave.server")
 
@@ -99,6 +103,9 @@ class ServerRuntime:
         self.database_ready = False
         """The database is open and migrated (`GET /readyz`)."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self.key_revoked_listeners: list[Callable[[ApiKeyInfo], Awaitable[None]]] = []
+        """Told of each revoked key, here or elsewhere (the server ends the key's MCP sessions)."""
+        self._revocation_watch: asyncio.Task[None] | None = None
         self.relay: FederationRelay | None = None
         self._gateway_lock: GatewayLock | None = None
         """Federated tools across the gateways sharing the database (with Redis)."""
@@ -122,6 +129,11 @@ class ServerRuntime:
             feed = self.sync
             self.definitions.on_change = lambda row: feed.definitions_changed(row.id)
             await feed.start()
+        elif not self.db.is_memory:
+            self._revocation_watch = asyncio.get_running_loop().create_task(
+                self._watch_revocations(settings.sync_interval or REVOCATION_POLL),
+                name="toolweave-revocations",
+            )
         if self.events.relay is not None:
             await self.events.relay.start(self.events.deliver)
         if settings.redis_url and self.config.federation.enabled:
@@ -159,30 +171,61 @@ class ServerRuntime:
         )
 
     def _forget_key(self, key_id: str | None) -> None:
-        """A key changed elsewhere: drop it (or, when unknown which, every cached key); a revoked key's
-        federated clients are disconnected (when unknown which, each reconnects and is checked again)."""
+        """A key changed elsewhere (another gateway, the CLI): drop it (or, when unknown which, every
+        cached key), and end what a revoked key holds open here."""
         if key_id is None:
             self.key_cache.clear()
         else:
             self.key_cache.forget_key(key_id)
-        task = asyncio.get_running_loop().create_task(self._disconnect_revoked(key_id))
+        task = asyncio.get_running_loop().create_task(self._end_revoked(key_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _disconnect_revoked(self, key_id: str | None) -> None:
-        """Close the federated clients of `key_id` if it is revoked (None: of every revoked key)."""
-        federation = self.gateway.federation
-        ids = {key_id} if key_id is not None else {p.key_id for p in federation.peers if p.key_id}
-        for found in ids:
+    async def _end_revoked(self, key_id: str | None) -> None:
+        """End what `key_id` holds open if it is revoked (None: what every revoked key holds)."""
+        try:
+            if key_id is None:
+                revoked = await self.keys.revoked()
+            else:
+                found = await self.keys.get(key_id)
+                revoked = [found] if found.revoked else []
+        except NotFound:  # deleted: its federated clients go (MCP sessions fail their next request)
+            assert key_id is not None
+            await self.gateway.federation.disconnect_key(key_id, UNAUTHORIZED, "the API key was revoked")
+            return
+        except Exception:
+            logger.warning("cannot check which API keys were revoked", exc_info=True)
+            return
+        for info in revoked:
+            await self._end_key(info)
+
+    async def _end_key(self, info: ApiKeyInfo) -> None:
+        """A revoked key's federated clients are disconnected and its MCP sessions ended, here, now."""
+        await self.gateway.federation.disconnect_key(info.id, UNAUTHORIZED, "the API key was revoked")
+        for listener in list(self.key_revoked_listeners):
             try:
-                revoked = (await self.keys.get(found)).revoked
-            except NotFound:
-                revoked = True
+                await listener(info)
             except Exception:
-                logger.warning("cannot check whether API key %s was revoked", found, exc_info=True)
-                continue
-            if revoked:
-                await federation.disconnect_key(found, UNAUTHORIZED, "the API key was revoked")
+                logger.exception("ending the sessions of a revoked API key failed")
+
+    async def _watch_revocations(self, interval: float) -> None:
+        """Without a change feed (SQLite without Redis) nothing tells this gateway that `toolweave
+        keys revoke` revoked a key in its database: one cheap count every `interval` seconds does."""
+        seen: int | None = None
+        failing = False
+        while True:
+            try:
+                count = await self.keys.revoked_count()
+            except Exception as error:  # noqa: BLE001 - a database hiccup: try again next time
+                if not failing:
+                    logger.warning("checking the database for revoked API keys failed: %s", error)
+                failing = True
+            else:
+                failing = False
+                if seen is not None and count != seen:
+                    self._forget_key(None)
+                seen = count
+            await asyncio.sleep(interval)
 
     # -- changes the other gateways sharing the database must hear of --------
 
@@ -190,7 +233,7 @@ class ServerRuntime:
         """Revoke a key: refused here at once, and on the other gateways as soon as they hear of it."""
         info = await self.keys.revoke(key_id, tenant)
         self.key_cache.forget_key(info.id)
-        await self.gateway.federation.disconnect_key(info.id, UNAUTHORIZED, "the API key was revoked")
+        await self._end_key(info)
         if self.sync is not None:
             self.sync.key_revoked(info.id)
         return info
@@ -248,6 +291,11 @@ class ServerRuntime:
 
     async def close(self) -> None:
         """Stop in reverse order; each step runs even when an earlier one failed."""
+        if self._revocation_watch is not None:
+            self._revocation_watch.cancel()
+            with contextlib.suppress(BaseException):
+                await self._revocation_watch
+            self._revocation_watch = None
         if self.events.relay is not None:
             with contextlib.suppress(Exception):
                 await self.events.relay.close()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, Select, select, update
+from sqlalchemy import Row, Select, func, select, update
 
 from toolweave.store._sql import check_tenant, ensure_tenant
 from toolweave.store.database import Database
@@ -174,6 +174,19 @@ class KeyRepository:
         async with self._db.read() as conn:
             rows = (await conn.execute(query)).all()
         return [_info(row) for row in rows]
+
+    async def revoked(self) -> list[ApiKeyInfo]:
+        """Every revoked key (a gateway told only that some key changed finds what to close)."""
+        query = select(api_keys).where(api_keys.c.revoked_at.is_not(None))
+        async with self._db.read() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_info(row) for row in rows]
+
+    async def revoked_count(self) -> int:
+        """How many keys were ever revoked: it only grows, so a change means a new revocation."""
+        query = select(func.count(api_keys.c.revoked_at))
+        async with self._db.read() as conn:
+            return int((await conn.execute(query)).scalar_one())
 
     async def revoke(self, key_id: str, tenant: str | None = None) -> ApiKeyInfo:
         """Revoke now; revoking twice keeps the first revocation time."""

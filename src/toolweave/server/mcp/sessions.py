@@ -104,6 +104,10 @@ class SessionQuota:
         finally:
             release()
 
+    def held_by(self, tenant: str, label: str) -> list[str]:
+        """The open sessions one key opened (its key was revoked: they are to end now)."""
+        return sorted(self._prune(tenant).get(label, ()))
+
     def _remember(self, session_id: str, principal: Principal) -> None:
         tenant, label = principal
         self._owners[session_id] = principal

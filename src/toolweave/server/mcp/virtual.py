@@ -64,6 +64,12 @@ class VirtualEndpoints:
     def is_open(self, session_id: str) -> bool:
         return any(serving.endpoint.is_open(session_id) for serving in self._serving.values())
 
+    async def end(self, session_id: str) -> bool:
+        for serving in list(self._serving.values()):
+            if await serving.endpoint.end(session_id):
+                return True
+        return False
+
     def front(self, name: str) -> MCPFront | None:
         """The front serving `name`, once a request has reached it."""
         serving = self._serving.get(name)
