@@ -29,7 +29,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import httpx2 as httpx
+import orjson
 
+from toolweave.bounded import read_bounded
 from toolweave.catalog.search import SearchDocument, ToolIndex
 from toolweave.config.models import EmbeddingsConfig
 
@@ -304,16 +306,21 @@ class SemanticRanker:
             headers = {"authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
             self._http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(BATCH_TIMEOUT_S))
         body = {**fields, "model": self.config.model, "input": texts}
+        limit = self.config.max_response_bytes
         try:
-            response = await self._http.post(self.config.url, json=body)
+            async with self._http.stream("POST", self.config.url, json=body) as response:
+                answer = await read_bounded(response, limit)
         except httpx.HTTPError as error:
             raise EmbeddingError(f"{self.config.url} unreachable: {type(error).__name__}") from error
-        if response.status_code != 200:
+        if answer is None:
             raise EmbeddingError(
-                f"{self.config.url} answered HTTP {response.status_code}: {response.text[:200]}"
+                f"{self.config.url} answered more than {limit} bytes ([search.embeddings] max_response_bytes)"
             )
+        if response.status_code != 200:
+            text = answer[:200].decode(errors="replace")
+            raise EmbeddingError(f"{self.config.url} answered HTTP {response.status_code}: {text}")
         try:
-            data = sorted(response.json()["data"], key=lambda item: item.get("index", 0))
+            data = sorted(orjson.loads(answer)["data"], key=lambda item: item.get("index", 0))
             vectors = [np.asarray(item["embedding"], dtype=np.float32) for item in data]
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise EmbeddingError(f"{self.config.url} answered no embeddings ({error!r})") from error

@@ -46,6 +46,8 @@ class EmbeddingsConfig(StrictModel):
     document_fields: dict[str, Any] = Field(default_factory=dict)
     """Extra request fields for tool texts (`{input_type = "passage"}`)."""
     batch_size: int = Field(default=32, ge=1, le=2048)
+    max_response_bytes: int = Field(default=16 << 20, ge=1024, le=1 << 30)
+    """Largest answer read from the endpoint; a larger one fails that batch (the lexical ranking serves)."""
     weight: float = Field(default=0.75, ge=0.0, le=10.0)
     """How much the meaning-based ranking counts beside the lexical one in the fusion (1: equal; 0.75,
     the default, puts more right tools in the top 5 and first than 0.5 or 1 on the bench's

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx  # the HTTP client the MCP SDK already brings; no extra dependency
+import orjson
 
+from toolweave.bounded import read_bounded
 from toolweave.export.describe import FULL_DESCRIPTION_CHARS, summary_of
 
 logger = logging.getLogger("toolweave.llm")
@@ -30,6 +32,13 @@ BASE_URL_ENV = "TOOLWEAVE_LLM_BASE_URL"
 MODEL_ENV = "TOOLWEAVE_LLM_MODEL"
 API_KEY_ENV = "TOOLWEAVE_LLM_API_KEY"
 TIMEOUT_SECONDS = 60.0
+MAX_ANSWER_BYTES = 1 << 20
+"""Largest answer read from the endpoint (a description is a few kB); past it the generated one is kept."""
+
+
+class AnswerTooLarge(ValueError):
+    """The endpoint answered more than `MAX_ANSWER_BYTES`."""
+
 
 SYSTEM_PROMPT = """You write tool descriptions that AI agents read to decide whether and how to call a tool.
 Rewrite the draft you are given into a clear mini-prompt in exactly this format:
@@ -92,10 +101,15 @@ async def rewrite(draft: str, name: str, input_schema: dict[str, Any] | None) ->
         "temperature": 0,
     }
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client:
-            response = await client.post(f"{base}/chat/completions", json=payload, headers=headers)
-        response.raise_for_status()
-        answer = response.json()["choices"][0]["message"]["content"]
+        async with (
+            httpx.AsyncClient(timeout=TIMEOUT_SECONDS) as client,
+            client.stream("POST", f"{base}/chat/completions", json=payload, headers=headers) as response,
+        ):
+            response.raise_for_status()
+            body = await read_bounded(response, MAX_ANSWER_BYTES)
+        if body is None:
+            raise AnswerTooLarge(f"an answer larger than {MAX_ANSWER_BYTES} bytes")
+        answer = orjson.loads(body)["choices"][0]["message"]["content"]
         if not isinstance(answer, str) or not answer.strip():
             raise ValueError("the answer has no text")
     except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as error:
@@ -111,6 +125,8 @@ def _reason(error: Exception) -> str:
     """Status or error type only: the endpoint's body or URL could carry anything, including a key."""
     if isinstance(error, httpx.HTTPStatusError):
         return f"HTTP {error.response.status_code}"
+    if isinstance(error, AnswerTooLarge):
+        return str(error)
     return type(error).__name__
 
 

@@ -63,6 +63,7 @@ from toolweave.backends.openapi import (
     read_file,
     validation,
 )
+from toolweave.bounded import read_bounded
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
 from toolweave.schemas import compile_validator
@@ -197,7 +198,7 @@ class HttpApiBackend(Backend):
                     raise DocumentUnusable(
                         f"cannot fetch the OpenAPI document {source}: HTTP {response.status_code}"
                     )
-                raw = await _read_bounded(response, MAX_DOCUMENT_BYTES)
+                raw = await read_bounded(response, MAX_DOCUMENT_BYTES)
         except httpx2.HTTPError as error:
             raise DocumentUnusable(
                 f"cannot fetch the OpenAPI document {source}: {_transport_reason(error)}"
@@ -402,7 +403,7 @@ class HttpApiBackend(Backend):
         )
         response = await self._client.send(request, stream=True)
         try:
-            body = await _read_bounded(response, self.config.max_response_bytes)
+            body = await read_bounded(response, self.config.max_response_bytes)
         finally:
             await response.aclose()
         return response.status_code, response.reason_phrase, response.headers, body
@@ -481,21 +482,6 @@ def _tool(spec: OperationSpec) -> types.Tool:
             open_world_hint=annotations.get("openWorldHint"),
         ),
     )
-
-
-async def _read_bounded(response: httpx2.Response, limit: int) -> bytes | None:
-    """The body, or None when it is (or announces itself) larger than `limit`."""
-    length = response.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _retryable(error: httpx2.TransportError) -> bool:
