@@ -361,6 +361,10 @@ class LimitsConfig(StrictModel):
     """Open handshake-era MCP sessions of the whole gateway (the operator's included)."""
     mcp_session_idle: Duration = 600.0
     """A session with no request for this long is closed (its client must initialize again)."""
+    event_streams_per_key: int = Field(default=4, ge=1, le=100)
+    """Open `GET /api/v1/events` streams one API key may hold (the gateway holds 100 in all)."""
+    event_streams_per_tenant: int = Field(default=16, ge=1, le=100)
+    """Open event streams all API keys of one tenant may hold together."""
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=1 << 30)
     """Largest request body on any route (REST and MCP); larger ones get `413`."""
     max_definition_bytes: int = Field(default=256 << 10, ge=1024, le=64 << 20)

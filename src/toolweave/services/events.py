@@ -37,9 +37,11 @@ MAX_SUBSCRIBERS = 100
 class Subscriber:
     """One `GET /api/v1/events` stream: the events its tenant may see, oldest dropped when it lags."""
 
-    def __init__(self, tenant: str | None, everything: bool) -> None:
+    def __init__(self, tenant: str | None, everything: bool, label: str = "local") -> None:
         self.tenant = tenant
         self.everything = everything
+        self.label = label
+        """The credential that opened it (`key:tw_...`), for the per-key share."""
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_SIZE)
         self.dropped = 0
 
@@ -52,10 +54,20 @@ class Subscriber:
         self.queue.put_nowait(event)
 
 
+class StreamsBusy(OverflowError):
+    """No stream now: `status` 429 when the caller's own share is used up, 503 when the gateway's is."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class EventStream:
-    def __init__(self, relay: EventRelay | None = None) -> None:
+    def __init__(self, relay: EventRelay | None = None, *, per_key: int = 4, per_tenant: int = 16) -> None:
         self.subscribers: set[Subscriber] = set()
         self.relay = relay
+        self.per_key = per_key
+        self.per_tenant = per_tenant
         """The other gateways' events and ours for them (Redis), or None."""
 
     def observe(self, entry: Entry, result: types.CallToolResult, seconds: float, tenant: str | None) -> None:
@@ -85,11 +97,31 @@ class EventStream:
         for subscriber in self.subscribers:
             subscriber.offer(event)
 
-    def subscribe(self, tenant: str | None, *, everything: bool) -> Subscriber:
-        """A new subscriber (`everything`: the operator's, who sees every tenant's calls)."""
+    def subscribe(self, tenant: str | None, *, everything: bool, label: str = "local") -> Subscriber:
+        """A new subscriber (`everything`: the operator's, who sees every tenant's calls).
+
+        `StreamsBusy` past the caller's share: one key, or one tenant's keys together, may hold only
+        part of the gateway's streams, so no tenant can take them all (the local operator, with no
+        tenant, is held to the gateway total only).
+        """
+        if tenant is not None:
+            theirs = [s for s in self.subscribers if s.tenant == tenant and not s.everything]
+            mine = sum(1 for s in theirs if s.label == label)
+            if mine >= self.per_key:
+                raise StreamsBusy(
+                    429,
+                    f"this API key has {mine} event streams open, its limit "
+                    f"(limits.event_streams_per_key = {self.per_key}); close one first",
+                )
+            if len(theirs) >= self.per_tenant:
+                raise StreamsBusy(
+                    429,
+                    f"tenant {tenant!r} has {len(theirs)} event streams open, its limit "
+                    f"(limits.event_streams_per_tenant = {self.per_tenant}); close one first",
+                )
         if len(self.subscribers) >= MAX_SUBSCRIBERS:
-            raise OverflowError(f"at most {MAX_SUBSCRIBERS} event streams may be open at once")
-        subscriber = Subscriber(tenant, everything)
+            raise StreamsBusy(503, f"at most {MAX_SUBSCRIBERS} event streams may be open at once")
+        subscriber = Subscriber(tenant, everything, label)
         self.subscribers.add(subscriber)
         if self.relay is not None:
             self.relay.listening(True)

@@ -86,7 +86,9 @@ class ServerRuntime:
         self._tenant_reconnects: dict[str, float] = {}
         """Shared backend → when a tenant last had it reconnected (monotonic seconds)."""
         self.events = EventStream(
-            EventRelay(self.db, config.gateway.redis_url) if config.gateway.redis_url else None
+            EventRelay(self.db, config.gateway.redis_url) if config.gateway.redis_url else None,
+            per_key=config.limits.event_streams_per_key,
+            per_tenant=config.limits.event_streams_per_tenant,
         )
         self.gateway = Gateway(
             config,

@@ -14,6 +14,7 @@ from fastapi.responses import StreamingResponse
 from toolweave.executor import Session
 from toolweave.server.api.deps import READ, require, runtime
 from toolweave.server.api.errors import ApiError
+from toolweave.services.events import StreamsBusy
 from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["events"])
@@ -32,9 +33,10 @@ async def follow_events(
     (backend | python | federated | composite), `handler`, `toolkit`, `error`, `tenant`, `run_id`, `at`.
     A comment line keeps an idle stream open; `event: dropped` says how many events a slow reader lost."""
     try:
-        subscriber = rt.events.subscribe(caller.tenant, everything=caller.tenant is None)
-    except OverflowError as error:
-        raise ApiError(503, "busy", str(error)) from None
+        subscriber = rt.events.subscribe(caller.tenant, everything=caller.tenant is None, label=caller.label)
+    except StreamsBusy as error:
+        code = "too_many_streams" if error.status == 429 else "busy"
+        raise ApiError(error.status, code, str(error)) from None
     return StreamingResponse(
         _stream(rt, subscriber),
         media_type="text/event-stream",
