@@ -173,6 +173,8 @@ async def scenario_l(bench: Bench) -> ScenarioResult:
         m["tools_list_ms_mcp"] = listed[lists[0].label].p50
         m["tools_list_ms_server_300"] = listed[lists[1].label].p50
         m["tools_list_ms_server_13"] = listed[lists[2].label].p50
+        m["list_cpu_ms_mcp"] = listed[lists[0].label].cpu_ms_per_call
+        m["list_cpu_ms_server_300"] = listed[lists[1].label].cpu_ms_per_call
     finally:
         stop_gateway(bench, run)
         for backend in backends:
@@ -182,6 +184,11 @@ async def scenario_l(bench: Bench) -> ScenarioResult:
         Check(
             "resolving a server per request, in process", result.metrics["resolve_in_process_ms"], 0.05, "ms"
         )
+    )
+    m = result.metrics
+    m["list_cpu_ratio_server_to_mcp"] = m["list_cpu_ms_server_300"] / m["list_cpu_ms_mcp"]
+    result.checks.append(
+        Check("300-tool server's listing, gateway CPU vs /mcp's", m["list_cpu_ratio_server_to_mcp"], 1.1, "x")
     )
     result.checks.append(
         Check(

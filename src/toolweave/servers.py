@@ -151,7 +151,7 @@ class VirtualServer:
 
     def problems(self) -> list[Problem]:
         """What in this server's definition selects or names nothing now."""
-        return selection_problems(self.gateway.catalog, self.catalog, self.config)
+        return selection_problems(self.gateway.catalog, self.catalog, self.config, self.served)
 
     def _filter_resources_and_prompts(self) -> None:
         backends = self.selection.backends

@@ -92,5 +92,6 @@ async def test_mcp_refuses_callers_the_access_does_not_admit(sqlite_app: AppFact
                     f"{base}/servers/{server}/mcp", json=request, headers={"Authorization": f"Bearer {key}"}
                 )
                 assert refused.status_code == 403, refused.text
-                assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+                challenge = refused.headers["www-authenticate"]
+                assert 'error="insufficient_scope"' in challenge and f'scope="servers:{server}"' in challenge
                 assert f"may not use virtual server {server!r}" in refused.json()["error"]["message"]

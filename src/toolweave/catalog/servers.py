@@ -11,7 +11,7 @@ changes, never per request: resolving a server on a request is one dict lookup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 import mcp_types as types
@@ -115,7 +115,7 @@ def build_view(
 
 
 def selection_problems(
-    catalog: Catalog, view: Catalog, config: ServerConfig, path: str = ""
+    catalog: Catalog, view: Catalog, config: ServerConfig, served_as: Mapping[str, str], path: str = ""
 ) -> list[Problem]:
     """What in a server's definition selects or names nothing in `catalog` now, each with its path
     (asked by validation and the REST API, not on every rebuild)."""
@@ -143,6 +143,31 @@ def selection_problems(
         if name not in served:
             problems.append(
                 Problem(join_path(path, "pinned", index), f"{name!r} is not a tool this server lists")
+            )
+    problems.extend(_composites_reaching_out(catalog, view, set(served_as.values()), path))
+    return problems
+
+
+def _composites_reaching_out(catalog: Catalog, view: Catalog, served: set[str], path: str) -> list[Problem]:
+    """A composite the server serves, checked against the server's selection: the tools it calls that
+    the server does not serve (they run, as on `/mcp`, but its clients reach them only through it)."""
+    problems = []
+    for entry in view.visible():
+        composite = entry.composite
+        if composite is None:
+            continue
+        outside = []
+        for reference in sorted(composite.references):
+            target = catalog.lookup(reference)
+            if (target.name if target is not None else reference) not in served:
+                outside.append(reference)
+        if outside:
+            problems.append(
+                Problem(
+                    join_path(path, "tools"),
+                    f"composite {entry.name!r} calls {', '.join(outside)}, which this server does not serve "
+                    "(they run, but its clients reach them only through the composite)",
+                )
             )
     return problems
 

@@ -10,7 +10,7 @@ is still a caller (it can `initialize` and `ping`) and gets 403s naming the scop
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolweave.config.auth import TOOLWEAVE_SCOPES, IssuerConfig
@@ -32,6 +32,8 @@ class Identity:
     issuer: str
     expires_at: float
     """Seconds since the epoch: the token's `exp` (the verified-token cache keeps it until then)."""
+    claims: Mapping[str, Any] = field(default_factory=dict)
+    """The token's claims as verified (a virtual server's `access.claims` admits by them)."""
 
 
 def identity_from(claims: Mapping[str, Any], issuer: IssuerConfig, expires_at: float) -> Identity:
@@ -44,6 +46,7 @@ def identity_from(claims: Mapping[str, Any], issuer: IssuerConfig, expires_at: f
         scopes=scopes_from(claims, issuer),
         issuer=issuer.issuer,
         expires_at=expires_at,
+        claims=dict(claims),
     )
 
 

@@ -47,6 +47,12 @@ TOKEN_FLAG = "toolweave.token"
 """Set in a session's `extra` when an access token (not an API key) made it: such a caller is answered
 403 `insufficient_scope` over HTTP, so its client can step up."""
 
+CLAIMS_KEY = "claims"
+"""Where a token's verified claims are in its session's `extra` (virtual servers' `access.claims`)."""
+RESOURCE_SCOPE_KEY = "toolweave.resource"
+"""ASGI scope key of the gateway's `ProtectedResource` (when it accepts tokens), for the challenges
+of routes that refuse after this middleware (a virtual server's access)."""
+
 logger = logging.getLogger("toolweave.auth")
 
 
@@ -71,7 +77,7 @@ def session_for_token(identity: Identity) -> Session:
         tenant=identity.tenant,
         scopes=identity.scopes,
         label=f"oauth:{identity.subject}@{identity.issuer}",
-        extra={TOKEN_FLAG: True},
+        extra={TOKEN_FLAG: True, CLAIMS_KEY: identity.claims},
         subject=identity.subject,
     )
 
@@ -143,6 +149,8 @@ class AuthMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self._resource is not None:
+            scope[RESOURCE_SCOPE_KEY] = self._resource
         path = scope.get("path", "")
         metrics = path == METRICS_PATH
         if not self.required or not (metrics or _protected(path)):

@@ -118,7 +118,7 @@ async def test_an_unknown_server_is_404_naming_the_known_ones(base: str) -> None
             f"{base}/servers/nope/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
         )
     assert answer.status_code == 404
-    assert "release, support" in answer.json()["error"]["message"]
+    assert "(yours: release, support)" in answer.json()["error"]["message"]
 
 
 async def test_a_backend_change_reaches_only_the_servers_that_include_it(base: str, gateway: Gateway) -> None:

@@ -21,8 +21,11 @@ import orjson
 from toolweave.config.models import LimitsConfig
 from toolweave.executor.session import Session
 from toolweave.gateway import Gateway
+from toolweave.identity import quotable
+from toolweave.server.auth import RESOURCE_SCOPE_KEY, answer_jsonrpc
 from toolweave.server.mcp.endpoint import McpEndpoint, build_endpoint
 from toolweave.server.mcp.front import SESSION_SCOPE_KEY, Identity, MCPFront
+from toolweave.server.mcp.scopes import SCOPE_ERROR_CODE
 from toolweave.servers import VirtualServer
 
 logger = logging.getLogger("toolweave.server")
@@ -97,8 +100,7 @@ class VirtualEndpoints:
         server = self.resolve(name, session)
         if isinstance(server, tuple):
             status, message = server
-            code = "not_found" if status == 404 else "forbidden"
-            await _refuse(send, status, code, message, challenge=status == 403)
+            await _refuse(scope, send, status, message, f"servers:{name}")
             return
         serving = self._serving.get(name)
         if serving is None or serving.server is not server:
@@ -163,18 +165,21 @@ async def _stop(serving: _Serving) -> None:
     await serving.endpoint.front.close()
 
 
-async def _refuse(send: Any, status: int, code: str, message: str, *, challenge: bool = False) -> None:
-    """The REST error shape, as the auth middleware answers; a 403 carries the Bearer challenge of a
-    token that lacks what this resource needs (RFC 6750 `insufficient_scope`)."""
-    body = orjson.dumps({"error": {"code": code, "message": message, "problems": []}})
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    if challenge:
-        description = message.replace('"', "'").encode()
-        headers.append(
-            (
-                b"www-authenticate",
-                b'Bearer realm="toolweave", error="insufficient_scope", error_description="%b"' % description,
-            )
+async def _refuse(scope: Any, send: Any, status: int, message: str, wanted: str) -> None:
+    """As the auth middleware refuses on an MCP path: a JSON-RPC error (SDK clients show its message);
+    a 403 carries the `insufficient_scope` challenge naming `servers:{name}`, the scope an API key or
+    token may hold to be admitted (with the protected-resource metadata when the gateway accepts tokens)."""
+    if status == 404:
+        body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}})
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({"type": "http.response.start", "status": 404, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return
+    resource = scope.get(RESOURCE_SCOPE_KEY)
+    if resource is not None:
+        challenge = resource.insufficient_scope(wanted, message)
+    else:
+        challenge = f'Bearer realm="toolweave", error="insufficient_scope", scope="{wanted}", ' + (
+            f'error_description="{quotable(message)}"'
         )
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await answer_jsonrpc(send, 403, SCOPE_ERROR_CODE, message, challenge)
