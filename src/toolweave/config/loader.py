@@ -15,6 +15,7 @@ from toolweave.config.documents import read_documents
 from toolweave.config.mcp_servers import backends_from_servers, servers_of
 from toolweave.config.models import BackendConfig, Config
 from toolweave.config.servers import server_problems
+from toolweave.config.toolhive_servers import SERVER_KIND, is_virtual_server, translate_server
 from toolweave.fields import split_tool_ref
 from toolweave.problems import ConfigError, Problem, join_path, problems_from_validation
 from toolweave.suggest import did_you_mean
@@ -54,6 +55,10 @@ def parse_config(
     own_issues = issues if issues is not None else []
     data = expand_env(dict(raw), "", own_issues)
     composite_raw = data.pop("composite_tools", [])
+    if isinstance(data.get("servers"), list):
+        data["servers"], imported = _server_files(data["servers"], base_dir, _separator(data), own_issues)
+        if imported:
+            composite_raw = [*composite_raw, *imported] if isinstance(composite_raw, list) else composite_raw
     try:
         config = Config.model_validate({**data, "source": source})
     except ValidationError as error:
@@ -76,6 +81,50 @@ def parse_config(
     if issues is None and own_issues:
         raise ConfigError(own_issues, source)
     return config
+
+
+def _separator(data: Mapping[str, Any]) -> str:
+    gateway = data.get("gateway")
+    separator = gateway.get("separator") if isinstance(gateway, Mapping) else None
+    return separator if isinstance(separator, str) and separator else "__"
+
+
+def _server_files(
+    entries: list[Any], base_dir: Path, separator: str, issues: list[Problem]
+) -> tuple[list[Any], list[Any]]:
+    """`[[servers]]` with each `{file = PATH}` entry replaced by the ToolHive `VirtualMCPServer`s of
+    that YAML file, and the composite tools they define inline."""
+    servers: list[Any] = []
+    composites: list[Any] = []
+    for index, entry in enumerate(entries):
+        if not (isinstance(entry, Mapping) and set(entry) == {"file"}):
+            servers.append(entry)
+            continue
+        path = join_path("servers", index, "file")
+        if not isinstance(entry["file"], str) or not entry["file"]:
+            issues.append(Problem(path, "must be a path to a YAML file of VirtualMCPServer resources"))
+            continue
+        file = Path(entry["file"]) if Path(entry["file"]).is_absolute() else base_dir / entry["file"]
+        file_issues: list[Problem] = []
+        docs = read_documents(file, file_issues)
+        issues.extend(Problem(path, f"{file}: {issue.message}") for issue in file_issues)
+        for doc_index, doc in enumerate(docs):
+            where = f"{path}({file.name})" + (f"[{doc_index}]" if len(docs) > 1 else "")
+            if not is_virtual_server(doc):
+                issues.append(Problem(where, f"not a {SERVER_KIND} document (kind {_kind(doc)!r})"))
+                continue
+            try:
+                server, inline = translate_server(expand_env(doc, where, issues), separator)
+            except ValueError as error:
+                issues.append(Problem(where, str(error)))
+                continue
+            servers.append(server)
+            composites.extend(inline)
+    return servers, composites
+
+
+def _kind(doc: Any) -> Any:
+    return doc.get("kind") if isinstance(doc, Mapping) else type(doc).__name__
 
 
 def _documents_from(backends: list[BackendConfig], base_dir: Path) -> list[BackendConfig]:
