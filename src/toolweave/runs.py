@@ -52,6 +52,8 @@ class RunRecord:
     """fanout | router | workflow | direct"""
     tenant: str | None = None
     status: RunStatus = "running"
+    subject: str | None = None
+    """Who called (`Session.caller`: an IdP's `sub`, an API key's label, `local`)."""
     arguments: dict[str, Any] = field(default_factory=dict)
     """Already redacted (writeOnly / format: password values replaced)."""
     operation: str | None = None

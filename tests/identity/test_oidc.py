@@ -8,6 +8,7 @@ import base64
 import logging
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -137,7 +138,8 @@ async def test_an_mcp_client_logs_its_user_in_from_the_gateways_401(
             mine = (await rest.get(f"{API}/composite-tools")).json()["compositeTools"]
             assert [tool["name"] for tool in mine] == ["greeter"]  # the same token on REST, the same tenant
             runs = (await rest.get(f"{API}/runs")).json()["runs"]
-            assert runs and runs[0]["tool"] == "greeter"
+            assert [(run["tool"], run["subject"]) for run in runs] == [("greeter", "alice@acme")]
+            assert {event["subject"] for event in runs[0]["events"]} == {"alice@acme"}
     assert visited and visited[0].startswith(f"{idp.issuer}/auth?")
 
 
@@ -259,3 +261,81 @@ async def test_an_issuer_going_away_fails_closed_alone(installed: None, sqlite_a
             assert answer.status_code == status, answer.text
             if status == 401:
                 assert "signing keys of" in answer.json()["error"]["message"]
+
+
+def test_validate_names_the_issuer_it_cannot_reach(idp: OidcProvider, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from toolweave.cli import app
+
+    config = tmp_path / "toolweave.toml"
+    config.write_text(
+        f"""
+[gateway]
+database = "sqlite:///{tmp_path / "tw.db"}"
+public_url = "https://tools.example.com"
+[auth]
+required = true
+[[auth.issuers]]
+issuer = "{idp.issuer}"
+[[auth.issuers]]
+issuer = "http://127.0.0.1:9/realms/gone"
+"""
+    )
+    done = CliRunner().invoke(app, ["validate", "-c", str(config)])
+    printed = " ".join(done.output.split())
+    assert done.exit_code == 1, printed
+    assert "auth.issuers[1] (http://127.0.0.1:9/realms/gone): unreachable" in printed
+    assert "auth.issuers[0]" not in printed
+    config.write_text(config.read_text().split('[[auth.issuers]]\nissuer = "http://127.0.0.1:9')[0])
+    done = CliRunner().invoke(app, ["validate", "-c", str(config)])
+    assert done.exit_code == 0, done.output
+
+
+async def test_the_web_ui_logs_a_person_in_through_the_idp(sqlite_app: AppFactory, idp: OidcProvider) -> None:
+    port = free_port()
+    callback = f"http://127.0.0.1:{port}/login/sso/callback"
+    async with httpx.AsyncClient() as http:
+        registered = await http.post(
+            f"{idp.issuer}/reg",
+            json={
+                "redirect_uris": [callback],
+                "grant_types": ["authorization_code"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "client_secret_basic",
+                "client_name": "toolweave UI",
+            },
+        )
+    assert registered.status_code == 201, registered.text
+    client = registered.json()
+    config = {
+        "backends": [python_backend()],
+        "gateway": {"public_url": f"http://127.0.0.1:{port}"},
+        "auth": {
+            "issuers": [
+                {
+                    "issuer": idp.issuer,
+                    "name": "Acme IdP",
+                    "client_id": client["client_id"],
+                    "client_secret": client["client_secret"],
+                }
+            ]
+        },
+    }
+    api = await sqlite_app(config, require_auth=True)
+    async with api.client() as browser:
+        login = await browser.get("/login?next=/runs")
+        assert login.status_code == 200 and "Log in with Acme IdP" in login.text
+        assert 'name="key"' in login.text  # API-key login kept
+        started = await browser.get("/login/sso/0?next=/runs")
+        assert started.status_code == 303 and started.headers["location"].startswith(f"{idp.issuer}/auth?")
+        code, state = await user_login(started.headers["location"], "bob@globex")
+        forged = await browser.get("/login/sso/callback", params={"code": code, "state": "not-the-state"})
+        assert forged.status_code == 401 and "state differs" in forged.text
+        back = await browser.get("/login/sso/callback", params={"code": code, "state": state})
+        assert back.status_code == 303 and back.headers["location"] == "/runs", back.text
+        home = await browser.get("/runs")
+        assert home.status_code == 200
+        assert "globex · tools:admin, tools:call, tools:read" in home.text
+    async with api.client() as stranger:
+        assert (await stranger.get("/runs")).status_code == 303  # no session: the login page

@@ -98,9 +98,11 @@ async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Prob
     """
     from toolweave.backends.http.check import live_checks
     from toolweave.gateway import Gateway
+    from toolweave.identity.check import issuer_problems
     from toolweave.problems import Problem
 
-    problems: list[Problem] = []
+    problems, unusual = await issuer_problems(cfg)
+    warnings.extend(unusual)
     async with Gateway(cfg) as gateway:
         documents, skips = await live_checks(list(gateway.backends.values()), cfg.backends)
         problems.extend(documents)

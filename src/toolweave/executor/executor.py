@@ -162,11 +162,11 @@ class ToolExecutor:
         started = time.perf_counter()
         result = await self._checked(entry, arguments, progress)
         seconds = time.perf_counter() - started
-        tenant = self.session.tenant
+        tenant, subject = self.session.tenant, self.session.caller
         if run is not None:
-            run.events.append(trace.tool_result_event(entry, result, seconds, tenant, run.id))
+            run.events.append(trace.tool_result_event(entry, result, seconds, tenant, run.id, subject))
         if observe is not None:
-            observe(entry, result, seconds, tenant)
+            observe(entry, result, seconds, tenant, subject)
         return result
 
     async def _checked(
@@ -209,7 +209,7 @@ class ToolExecutor:
         if entry.composite is None and not self.registry.limits.record_direct_calls:
             return await self._call_backend(entry, arguments, progress)
         runs = self.registry.runs
-        record, resume = recording.open_record(entry, arguments, self.session.tenant)
+        record, resume = recording.open_record(entry, arguments, self.session.tenant, self.session.caller)
         since = time.perf_counter()
         await recording.started(runs, record)
         if self.depth == 0:
@@ -219,7 +219,7 @@ class ToolExecutor:
                 result = await self._call_backend(entry, arguments, progress)
                 seconds = time.perf_counter() - since
                 record.events.append(
-                    trace.tool_result_event(entry, result, seconds, record.tenant, record.id)
+                    trace.tool_result_event(entry, result, seconds, record.tenant, record.id, record.subject)
                 )
             else:
                 result = await self._run_composite(entry, arguments, progress, record, resume)

@@ -29,7 +29,7 @@ resuming: contextvars.ContextVar[list[RunRecord] | None] = contextvars.ContextVa
 
 
 def open_record(
-    entry: Entry, arguments: Mapping[str, Any], tenant: str | None
+    entry: Entry, arguments: Mapping[str, Any], tenant: str | None, subject: str | None = None
 ) -> tuple[RunRecord, RunRecord | None]:
     """The record for this call, and the interrupted run it continues (if `resume_run` asked for one)."""
     pending = resuming.get()
@@ -39,6 +39,7 @@ def open_record(
         tool=entry.name,
         kind=entry.kind if entry.composite else "direct",
         tenant=tenant,
+        subject=subject,
         arguments=redact_arguments(arguments, entry.secrets | DERIVED_SECRETS.get()),
     )
     return record, resume

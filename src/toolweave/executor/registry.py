@@ -25,8 +25,8 @@ from toolweave.runs import RunStore
 
 BackendResolver = Callable[[Backend, Session], Awaitable[Backend]]
 """`(backend, session) -> the backend to call for this session` (the same one unless a tenant has credentials)."""
-CallObserver = Callable[[Entry, types.CallToolResult, float, str | None], None]
-"""`(entry, result, seconds, the caller's tenant)`, told after every call the executor dispatched; must be
+CallObserver = Callable[[Entry, types.CallToolResult, float, str | None, str | None], None]
+"""`(entry, result, seconds, the caller's tenant, the caller's subject)`, told after every call the executor dispatched; must be
 cheap and never raise."""
 StartupWait = Callable[[], Awaitable[bool]]
 """Waits (bounded) until every backend still making its first connection attempt has finished it and the

@@ -46,6 +46,7 @@ def tool_result_event(
     seconds: float,
     tenant: str | None,
     run_id: str | None = None,
+    subject: str | None = None,
 ) -> dict[str, Any]:
     source, handler, toolkit = origin(entry)
     return {
@@ -58,6 +59,7 @@ def tool_result_event(
         "toolkit": toolkit,
         "error": _error_text(result) if result.is_error else None,
         "tenant": tenant,
+        "subject": subject,
         "run_id": run_id,
         "at": time.time(),
     }

@@ -209,7 +209,12 @@ def server_app(
         host=host,
         json_response=json_response,
         start_gateway=False,
-        extra_routes=[*health_routes(rt), *identity.routes, *ui_routes(rt), Mount("/", app=build_api(rt))],
+        extra_routes=[
+            *health_routes(rt),
+            *identity.routes,
+            *ui_routes(rt, identity.tokens, identity.public_url),
+            Mount("/", app=build_api(rt)),
+        ],
         middleware=[auth],
         federation=federation_route(
             rt.gateway, require_auth=rt.require_auth, keys=lambda: rt.key_cache if rt.started else None

@@ -21,6 +21,10 @@ class IdentityParts:
     tokens: TokenVerifier | None = None
     routes: list[Any] = field(default_factory=list)
 
+    @property
+    def public_url(self) -> str:
+        return self.resource.public_url if self.resource is not None else ""
+
     async def close(self) -> None:
         if self.tokens is not None:
             await self.tokens.aclose()

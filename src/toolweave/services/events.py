@@ -70,20 +70,28 @@ class EventStream:
         self.per_tenant = per_tenant
         """The other gateways' events and ours for them (Redis), or None."""
 
-    def observe(self, entry: Entry, result: types.CallToolResult, seconds: float, tenant: str | None) -> None:
-        """The call observer's part (`tenant`: the caller's): must stay cheap and never raise."""
+    def observe(
+        self,
+        entry: Entry,
+        result: types.CallToolResult,
+        seconds: float,
+        tenant: str | None,
+        subject: str | None = None,
+    ) -> None:
+        """The call observer's part (`tenant`, `subject`: the caller's): must stay cheap and never raise."""
         try:
             relayed = self.relay is not None and self.relay.wanted()
             if not self.subscribers and not relayed and not logger.isEnabledFor(logging.INFO):
                 return
-            event = tool_result_event(entry, result, seconds, tenant)
+            event = tool_result_event(entry, result, seconds, tenant, subject=subject)
             if logger.isEnabledFor(logging.INFO):
                 logger.info(
-                    "tool_result %s %s %.1fms (%s)",
+                    "tool_result %s %s %.1fms (%s) by %s",
                     event["tool"],
                     event["status"],
                     event["duration_ms"],
                     event["source"],
+                    subject or "-",
                     extra={"event": event},
                 )
             self.deliver(event)

@@ -143,10 +143,12 @@ class ServerRuntime:
             await self.relay.start()
         self.started = True
 
-    def _observe(self, entry: Entry, result: CallToolResult, seconds: float, tenant: str | None) -> None:
+    def _observe(
+        self, entry: Entry, result: CallToolResult, seconds: float, tenant: str | None, subject: str | None
+    ) -> None:
         """Every call the executor dispatched: counted (metrics), traced (logs, `GET /api/v1/events`)."""
         self.metrics.observe(entry, result, seconds, tenant)
-        self.events.observe(entry, result, seconds, tenant)
+        self.events.observe(entry, result, seconds, tenant, subject)
 
     def _lock_unshared_sqlite(self) -> None:
         """A SQLite file served without a change feed is this gateway's alone (`store.gateway_lock`)."""

@@ -49,6 +49,7 @@ _RUN_FIELDS = (
     "tool",
     "kind",
     "tenant",
+    "subject",
     "status",
     "arguments",
     "operation",

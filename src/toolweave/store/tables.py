@@ -170,6 +170,7 @@ ui_sessions = Table(
     Column("key_id", String(32), nullable=False, index=True),
     Column("created_at", Float, nullable=False),
     Column("last_seen", Float, nullable=False, index=True),
+    Column("identity", JsonType, nullable=True),
 )
 """The web UI's logged-in browser sessions: the SHA-256 of the cookie and the API key it acts
 with (its id, never the key), so any gateway sharing the database serves any browser."""
@@ -193,6 +194,7 @@ runs = Table(
     Column("tool", Text, nullable=False),
     Column("kind", String(32), nullable=False),
     Column("tenant", String(128), nullable=True, index=True),
+    Column("subject", Text, nullable=True),
     Column("status", String(32), nullable=False),
     Column("arguments", JsonType, nullable=False),
     Column("operation", Text, nullable=True),

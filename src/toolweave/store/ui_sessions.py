@@ -7,12 +7,18 @@ deleted key ends its sessions on every gateway). `last_seen` is refreshed at mos
 `TOUCH_SECONDS`, so a page view is normally one indexed read. Sessions idle longer than
 the UI's `session_idle` are gone; each login removes the expired ones and keeps at most
 `MAX_PER_KEY` sessions per key (the oldest go), so no key can grow the table without bound.
+
+A login through an identity provider has no key: its `key_id` is `sso:` and a hash of the
+issuer and subject (so one person, too, holds at most `MAX_PER_KEY` sessions) and `identity`
+holds what the provider's token said (tenant, subject, scopes, expiry); it ends when the token
+would have expired.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 from sqlalchemy import delete, select, update
 
@@ -34,14 +40,18 @@ class UiSessionRepository:
         self._db = db
         self.idle_seconds = idle_seconds
 
-    async def create(self, session_id: str, key_id: str) -> None:
+    async def create(self, session_id: str, key_id: str, identity: dict[str, Any] | None = None) -> None:
         """Record a login; expired sessions, and this key's oldest beyond `MAX_PER_KEY`, are removed."""
         now = time.time()
         async with self._db.write() as conn:
             await conn.execute(delete(ui_sessions).where(ui_sessions.c.last_seen < now - self.idle_seconds))
             await conn.execute(
                 ui_sessions.insert().values(
-                    id_hash=session_hash(session_id), key_id=key_id, created_at=now, last_seen=now
+                    id_hash=session_hash(session_id),
+                    key_id=key_id,
+                    created_at=now,
+                    last_seen=now,
+                    identity=identity,
                 )
             )
             kept = (
@@ -56,11 +66,16 @@ class UiSessionRepository:
 
     async def key_of(self, session_id: str) -> str | None:
         """The API key id a live session acts with (None: unknown or expired, which is then dropped)."""
+        found = await self.login_of(session_id)
+        return found[0] if found is not None else None
+
+    async def login_of(self, session_id: str) -> tuple[str, dict[str, Any] | None] | None:
+        """(key id, identity) of a live session (None: unknown or expired, which is then dropped)."""
         digest = session_hash(session_id)
         async with self._db.read() as conn:
             row = (
                 await conn.execute(
-                    select(ui_sessions.c.key_id, ui_sessions.c.last_seen).where(
+                    select(ui_sessions.c.key_id, ui_sessions.c.last_seen, ui_sessions.c.identity).where(
                         ui_sessions.c.id_hash == digest
                     )
                 )
@@ -76,7 +91,7 @@ class UiSessionRepository:
                 await conn.execute(
                     update(ui_sessions).where(ui_sessions.c.id_hash == digest).values(last_seen=now)
                 )
-        return str(row.key_id)
+        return str(row.key_id), row.identity
 
     async def drop(self, session_id: str) -> None:
         async with self._db.write() as conn:

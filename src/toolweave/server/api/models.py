@@ -237,6 +237,9 @@ class RunOut(BaseModel):
     kind: str
     tenant: str | None = None
     status: str
+    subject: str | None = Field(
+        default=None, description="Who called: an IdP token's `sub`, an API key's label `key:tw_...`, `local`"
+    )
     arguments: dict[str, Any] = Field(default_factory=dict, description="Secret fields are redacted")
     operation: str | None = None
     reason: str | None = None

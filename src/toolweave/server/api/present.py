@@ -109,6 +109,7 @@ def run_out(record: RunRecord) -> RunOut:
         kind=record.kind,
         tenant=record.tenant,
         status=record.status,
+        subject=record.subject,
         arguments=dict(record.arguments),
         operation=record.operation,
         reason=record.reason,

@@ -19,6 +19,7 @@ from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.live_calls import LiveCalls
 from toolweave.server.ui.live_pages import LivePages
 from toolweave.server.ui.pages import Pages
+from toolweave.server.ui.sso import SingleSignOn
 from toolweave.services.runtime import ServerRuntime
 from toolweave.ui import STATIC
 
@@ -30,8 +31,11 @@ def static_mount() -> Mount:
     return Mount(STATIC_PREFIX, app=StaticFiles(directory=str(STATIC)), name="ui-static")
 
 
-def ui_routes(runtime: ServerRuntime) -> list[Any]:
-    """The UI's routes (pages and their files); empty pages when `[ui] enabled = false`."""
+def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") -> list[Any]:
+    """The UI's routes (pages and their files); empty pages when `[ui] enabled = false`.
+
+    `tokens`, `public_url`: the gateway's `TokenVerifier` and URL, for "Log in with <IdP>".
+    """
     routes: list[Any] = [static_mount(), *docs_routes()]
     if not runtime.config.ui.enabled:
         return routes
@@ -42,7 +46,11 @@ def ui_routes(runtime: ServerRuntime) -> list[Any]:
     builder = BuilderPages(ui)
     admin = AdminPages(ui)
     describe = DescribePages(ui)
+    sso = SingleSignOn(ui, tokens, public_url)
+    ui.sso_buttons = sso.buttons()
     routes += [
+        Route("/login/sso/callback", ui.page(sso.callback, scope=PUBLIC), methods=["GET"]),
+        Route("/login/sso/{index}", ui.page(sso.start, scope=PUBLIC), methods=["GET"]),
         Route("/build/yaml", ui.page(builder.legacy, scope=ADMIN), methods=["GET"]),
         Route("/build/catalog", ui.page(builder.catalog, scope=ADMIN), methods=["GET"]),
         Route("/admin", ui.page(admin.show, scope=ADMIN), methods=["GET"]),

@@ -9,6 +9,8 @@ the security headers.
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from toolweave.executor import Session
-from toolweave.server.auth import local_session, session_for
+from toolweave.identity import Identity
+from toolweave.server.auth import local_session, session_for, session_for_token
 from toolweave.server.ui.security import secure
 from toolweave.server.ui.sessions import COOKIE, SessionStore, UiSession
 from toolweave.services.runtime import ServerRuntime
@@ -63,13 +66,15 @@ class UiApp:
             enable_async=False,
         )
         self.templates.filters["timestamp"] = _timestamp
+        self.sso_buttons: list[tuple[int, str]] = []
+        """(index, name) of the identity providers the login page offers (`sso.SingleSignOn`)."""
 
     # -- rendering -------------------------------------------------------------
 
     def render(
         self, context: PageContext | None, template: str, http_status: int = 200, **values: Any
     ) -> Response:
-        base: dict[str, Any] = {"ctx": context, "auth": self.runtime.require_auth}
+        base: dict[str, Any] = {"ctx": context, "auth": self.runtime.require_auth, "sso": self.sso_buttons}
         if context is not None:
             base.update(csrf=context.browser.csrf, caller=context.caller, path=context.request.url.path)
         else:
@@ -123,6 +128,8 @@ class UiApp:
         rt = self.runtime
         if not rt.require_auth:
             return local_session()
+        if browser.identity is not None:
+            return await self._identity_caller(browser)
         if browser.key_id is None:
             return None
         info = await rt.key_cache.by_id(browser.key_id)
@@ -131,6 +138,40 @@ class UiApp:
             browser.key_id = None
             return None
         return session_for(info)
+
+    async def _identity_caller(self, browser: UiSession) -> Session | None:
+        """A login through an identity provider: what its token said, until the token would expire."""
+        found = browser.identity or {}
+        try:
+            identity = Identity(
+                tenant=str(found["tenant"]),
+                subject=str(found["subject"]),
+                scopes=frozenset(found["scopes"]),
+                issuer=str(found["issuer"]),
+                expires_at=float(found["expires_at"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            identity = None
+        if identity is None or identity.expires_at <= time.time():
+            await self.sessions.drop(browser.id)
+            browser.identity = browser.key_id = None
+            return None
+        return session_for_token(identity)
+
+    async def rotate_identity(self, context: PageContext, identity: Identity) -> UiSession:
+        """Log the browser in as `identity` (a new session id, as `rotate`)."""
+        await self.sessions.drop(context.browser.id)
+        person = hashlib.sha256(f"{identity.issuer}#{identity.subject}".encode()).hexdigest()[:28]
+        stored = {
+            "tenant": identity.tenant,
+            "subject": identity.subject,
+            "scopes": sorted(identity.scopes),
+            "issuer": identity.issuer,
+            "expires_at": identity.expires_at,
+        }
+        fresh = await self.sessions.log_in(f"sso:{person}", stored)
+        context.request.scope["toolweave.ui.rotated"] = fresh
+        return fresh
 
     async def _browser(self, request: Request) -> tuple[UiSession, bool]:
         found = await self.sessions.get(request.cookies.get(COOKIE), logins=self.runtime.require_auth)

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from toolweave.store.ui_sessions import UiSessionRepository
 
@@ -40,6 +41,8 @@ class UiSession:
 
     id: str
     key_id: str | None = None
+    identity: dict[str, Any] | None = None
+    """For a login through an identity provider: tenant, subject, scopes, issuer, expires_at."""
 
     @property
     def csrf(self) -> str:
@@ -64,18 +67,21 @@ class SessionStore:
         database says whether it is logged in; without, no page view queries anything."""
         if session_id is None or not self.well_formed(session_id):
             return None
-        key_id = await self._logins.key_of(session_id) if logins else None
-        return UiSession(id=session_id, key_id=key_id)
+        found = await self._logins.login_of(session_id) if logins else None
+        if found is None:
+            return UiSession(id=session_id)
+        return UiSession(id=session_id, key_id=found[0], identity=found[1])
 
     @staticmethod
     def create() -> UiSession:
         """A new anonymous session (nothing stored until it logs in)."""
         return UiSession(id=secrets.token_urlsafe(32))
 
-    async def log_in(self, key_id: str) -> UiSession:
-        """A new session id acting with the key `key_id` (a login always gets a new id: no fixation)."""
-        session = UiSession(id=secrets.token_urlsafe(32), key_id=key_id)
-        await self._logins.create(session.id, key_id)
+    async def log_in(self, key_id: str, identity: dict[str, Any] | None = None) -> UiSession:
+        """A new session id acting with the key `key_id`, or (`identity`) as what an identity
+        provider's token said (a login always gets a new id: no fixation)."""
+        session = UiSession(id=secrets.token_urlsafe(32), key_id=key_id, identity=identity)
+        await self._logins.create(session.id, key_id, identity)
         return session
 
     async def drop(self, session_id: str) -> None:
