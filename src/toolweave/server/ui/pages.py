@@ -16,6 +16,7 @@ from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_r
 from toolweave.server.ui.dag import layout
 from toolweave.server.ui.live_calls import LiveCallRefused, LiveCalls
 from toolweave.server.ui.run_view import timeline
+from toolweave.server.ui.throttle import LoginThrottle
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
 from toolweave.services.llm import llm_configured
@@ -57,6 +58,7 @@ class Pages:
     def __init__(self, ui: UiApp, live: LiveCalls) -> None:
         self.ui = ui
         self.live = live
+        self.throttle = LoginThrottle()
 
     async def tools(self, ctx: PageContext) -> Response:
         rt = ctx.runtime
@@ -242,12 +244,25 @@ class Pages:
         target = _safe_next(str(form.get("next") or ""))
         if not ctx.runtime.require_auth:
             return RedirectResponse(target, status_code=303)
+        client = ctx.request.client.host if ctx.request.client else "?"
+        wait = self.throttle.wait(client, key)
+        if wait > 0:
+            refused = self.ui.render(
+                ctx,
+                "login.html",
+                http_status=429,
+                next=target,
+                error=f"Too many wrong API keys. Try again in {wait} seconds.",
+            )
+            refused.headers["Retry-After"] = str(wait)
+            return refused
         info = await ctx.runtime.key_cache.verify(key) if 0 < len(key) <= MAX_KEY_LENGTH else None
         if info is None:
+            self.throttle.failed(client, key)
             return self.ui.render(
                 ctx,
                 "login.html",
-                status=401,
+                http_status=401,
                 next=target,
                 error="That API key is unknown, malformed or revoked.",
             )
