@@ -313,6 +313,27 @@ async def test_the_heartbeat_interrupts_runs_of_gateways_that_died_after_it_star
         await survivor.close()
 
 
+async def test_each_orphaned_run_is_handed_to_exactly_one_sweeping_gateway(db: Database) -> None:
+    """Gateways sweeping at once (the lease of a dead one lapsed): every orphaned run is reported to
+    one of them, none twice, so exactly one gateway takes each over; a one-shot store never sweeps."""
+    crashed = SqlRunStore(db)
+    orphans = [make_run() for _ in range(12)]
+    for record in orphans:
+        await crashed.start_run(record)
+    await age_instance(db, crashed.instance_id, 3600)
+    handed: list[list[str]] = []
+    command = SqlRunStore(db, sweeps=False)
+    assert await command.interrupt_orphans() == []  # a `toolweave runs` beside the gateways moves nothing
+    sweepers = [SqlRunStore(db, on_orphaned=handed.append) for _ in range(3)]
+    moved = await asyncio.gather(*(store.interrupt_orphans() for store in sweepers))
+    ids = [run_id for each in moved for run_id in each]
+    assert sorted(ids) == sorted(record.id for record in orphans)  # all of them, none twice
+    for store, each in zip(sweepers, moved, strict=True):
+        store._hand_over(each)
+    assert sorted(run_id for each in handed for run_id in each) == sorted(ids)
+    assert await sweepers[0].interrupt_orphans() == []  # already interrupted: nobody is handed them again
+
+
 def test_intervals_from_the_environment(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLWEAVE_RUN_HEARTBEAT_SECONDS", "0.5")
     monkeypatch.setenv("TOOLWEAVE_RUN_STALE_AFTER_SECONDS", "3")

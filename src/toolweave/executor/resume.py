@@ -129,7 +129,7 @@ def _not_interrupted(record: RunRecord) -> str:
     if record.status == "running":
         return (
             f"run {record.id!r} is running, not interrupted: only interrupted runs can be resumed. A run whose "
-            "gateway stopped becomes interrupted when that gateway's heartbeat is stale (2 minutes by default)"
+            "gateway stopped becomes interrupted when that gateway's heartbeat is stale (10 s by default)"
         )
     return f"run {record.id!r} is {record.status}, not interrupted: only interrupted runs can be resumed"
 

@@ -100,6 +100,12 @@ class EventStream:
         except Exception:
             logger.debug("tracing a call failed", exc_info=True)
 
+    def publish(self, event: dict[str, Any]) -> None:
+        """An event of this gateway's own (not a call's): to its subscribers and, with Redis, everyone's."""
+        self.deliver(event)
+        if self.relay is not None and self.relay.wanted():
+            self.relay.send(event)
+
     def deliver(self, event: dict[str, Any]) -> None:
         """Hand an event (ours, or another gateway's) to every subscriber that may see it."""
         for subscriber in self.subscribers:

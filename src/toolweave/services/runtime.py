@@ -35,6 +35,7 @@ from toolweave.services.events import EventStream
 from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
 from toolweave.services.metrics import Metrics
+from toolweave.services.takeover import RunTakeover
 from toolweave.store import (
     ApiKeyInfo,
     CompositeRepository,
@@ -81,7 +82,7 @@ class ServerRuntime:
         self.tenants = TenantRepository(self.db)
         self.key_cache = KeyCache(self.keys)
         self.metrics = Metrics(instance=config.gateway.instance)
-        self.runs = SqlRunStore(self.db)
+        self.runs = SqlRunStore(self.db, on_orphaned=lambda run_ids: self.takeover.orphaned(run_ids))
         self.tenant_backends = TenantBackends(self.connections)
         self._tenant_reconnects: dict[str, float] = {}
         """Shared backend → when a tenant last had it reconnected (monotonic seconds)."""
@@ -97,6 +98,8 @@ class ServerRuntime:
             call_observer=self._observe,
             vector_store=SqlVectorStore(self.db),
         )
+        self.takeover = RunTakeover(self.gateway, self.runs, self.events.publish, self.metrics.instance)
+        """Resumes the runs of gateways whose lease lapsed (`services.takeover`)."""
         self.definitions: DefinitionService | None = None
         self.sync_mode: Mode = sync
         """`auto` (see `toolweave.services.change_feed`), `poll` (polling only) or `off`."""
@@ -142,6 +145,7 @@ class ServerRuntime:
             self.relay = FederationRelay(self.gateway.federation, self.db, settings.redis_url)
             await self.relay.start()
         self.started = True
+        self.takeover.ready()
 
     def _observe(
         self, entry: Entry, result: CallToolResult, seconds: float, tenant: str | None, subject: str | None
@@ -300,6 +304,8 @@ class ServerRuntime:
             with contextlib.suppress(BaseException):
                 await self._revocation_watch
             self._revocation_watch = None
+        with contextlib.suppress(Exception):
+            await self.takeover.close()
         if self.events.relay is not None:
             with contextlib.suppress(Exception):
                 await self.events.relay.close()
@@ -342,7 +348,8 @@ async def open_run_store(cfg: Config) -> OwnedRunStore:
     """The database-backed run store of `gateway.database`, started; close it when done."""
     db = Database.from_url(cfg.gateway.database)
     await db.start()
-    store = OwnedRunStore(db)
+    # on PostgreSQL the serving gateways sweep (and take over) a dead one's runs; a command must not
+    store = OwnedRunStore(db, sweeps=db.dialect != "postgresql")
     try:
         await store.start()
     except BaseException:

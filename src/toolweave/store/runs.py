@@ -24,7 +24,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +39,10 @@ from toolweave.store.tables import gateway_instances, run_steps, runs
 
 WRITE_BEHIND_SECONDS = 0.1
 """How long recorded runs and checkpoints may wait before they are written (in one batch)."""
-DEFAULT_HEARTBEAT_SECONDS = 30.0
-DEFAULT_STALE_AFTER_SECONDS = 120.0
+DEFAULT_HEARTBEAT_SECONDS = 3.0
+DEFAULT_STALE_AFTER_SECONDS = 10.0
+"""A gateway's heartbeat is its lease on the runs it executes: another gateway finds them
+orphaned within stale-after plus one heartbeat (13 s) and takes them over (`on_orphaned`)."""
 HEARTBEAT_ENV = "TOOLWEAVE_RUN_HEARTBEAT_SECONDS"
 STALE_AFTER_ENV = "TOOLWEAVE_RUN_STALE_AFTER_SECONDS"
 INTERRUPTED_ERROR = "the gateway stopped while this run was in progress"
@@ -150,9 +152,15 @@ class SqlRunStore:
         instance_id: str | None = None,
         heartbeat_seconds: float | None = None,
         stale_after_seconds: float | None = None,
+        on_orphaned: Callable[[list[str]], None] | None = None,
+        sweeps: bool = True,
     ) -> None:
-        """The intervals default to `$TOOLWEAVE_RUN_HEARTBEAT_SECONDS` (else 30) and
-        `$TOOLWEAVE_RUN_STALE_AFTER_SECONDS` (else 120)."""
+        """The intervals default to `$TOOLWEAVE_RUN_HEARTBEAT_SECONDS` (else 3) and
+        `$TOOLWEAVE_RUN_STALE_AFTER_SECONDS` (else 10). `on_orphaned(run_ids)` is told of the
+        runs THIS store just moved from `running` to `interrupted` because their gateway's lease
+        lapsed (no other store moved the same ones): a served gateway takes them over.
+        `sweeps=False` (a one-shot command beside serving gateways) never moves other gateways'
+        runs, which would keep the gateways from taking them over."""
         if heartbeat_seconds is None:
             heartbeat_seconds = _seconds_from_env(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS)
         if stale_after_seconds is None:
@@ -160,6 +168,8 @@ class SqlRunStore:
         if stale_after_seconds <= heartbeat_seconds:
             raise ValueError("stale_after_seconds must exceed heartbeat_seconds, or live gateways look dead")
         self._db = db
+        self._on_orphaned = on_orphaned
+        self._sweeps = sweeps
         self.instance_id = instance_id or uuid.uuid4().hex
         self._heartbeat_seconds = heartbeat_seconds
         self._stale_after = stale_after_seconds
@@ -393,15 +403,22 @@ class SqlRunStore:
 
     async def start(self) -> int:
         """Call once at gateway startup: recover orphaned runs and keep this instance alive."""
-        count = await self.mark_interrupted_on_start()
+        orphaned = await self.interrupt_orphans()
         if self._heartbeat_task is None:
             self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="toolweave-run-heartbeat")
-        return count
+        self._hand_over(orphaned)
+        return len(orphaned)
 
     async def mark_interrupted_on_start(self) -> int:
-        """Register this instance, then mark runs of instances not seen lately as interrupted.
+        """Register this instance, then mark runs of instances not seen lately as interrupted."""
+        return len(await self.interrupt_orphans())
 
-        The heartbeat repeats this, so it also catches gateways that stopped just before this one started.
+    async def interrupt_orphans(self) -> list[str]:
+        """Register this instance, then move the runs of instances not seen lately to `interrupted`.
+
+        Returns the ids this call moved: the UPDATE is atomic, so when several gateways sweep
+        at once each orphaned run is moved (and reported) by exactly one of them. The heartbeat
+        repeats this, so it also catches gateways that stopped after this one started.
         """
         cutoff = time.time() - self._stale_after
         live = select(gateway_instances.c.id).where(gateway_instances.c.last_seen >= cutoff)
@@ -409,13 +426,33 @@ class SqlRunStore:
         await self.flush()
         async with self._db.write() as conn:
             await self._beat(conn, force=True)
+            if not self._sweeps:
+                return []
             result = await conn.execute(
-                update(runs).where(runs.c.status == "running", orphaned).values(**_interrupted_values())
+                update(runs)
+                .where(runs.c.status == "running", orphaned)
+                .values(**_interrupted_values())
+                .returning(runs.c.id)
             )
+            moved = [str(row.id) for row in result.all()]
             await conn.execute(delete(gateway_instances).where(gateway_instances.c.last_seen < cutoff))
-        if result.rowcount:
-            log.warning("marked %d run(s) left running by a stopped gateway as interrupted", result.rowcount)
-        return result.rowcount
+        if moved:
+            log.warning("marked %d run(s) left running by a stopped gateway as interrupted", len(moved))
+        return moved
+
+    def _hand_over(self, run_ids: list[str]) -> None:
+        if run_ids and self._on_orphaned is not None:
+            try:
+                self._on_orphaned(run_ids)
+            except Exception:
+                log.exception("handing over %d orphaned run(s) failed; they stay interrupted", len(run_ids))
+
+    async def note_interrupted(self, run_id: str, error: str) -> None:
+        """Say why an interrupted run waits (a secret to supply, a step not safe to repeat)."""
+        async with self._db.write() as conn:
+            await conn.execute(
+                update(runs).where(runs.c.id == run_id, runs.c.status == "interrupted").values(error=error)
+            )
 
     async def heartbeat(self) -> None:
         await self.flush()
@@ -481,7 +518,7 @@ class SqlRunStore:
         while True:
             await asyncio.sleep(self._heartbeat_seconds)
             try:
-                await self.mark_interrupted_on_start()
+                self._hand_over(await self.interrupt_orphans())
             except Exception:
                 log.warning(
                     "run store heartbeat failed; retrying in %ss", self._heartbeat_seconds, exc_info=True

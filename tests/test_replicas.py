@@ -1,0 +1,396 @@
+"""Three `toolweave serve` replicas (auth on) on one PostgreSQL schema and Redis, behind HAProxy
+round robin without stickiness: any replica serves any request.
+
+One replica set for the module (starting three gateways and HAProxy is the expensive part);
+the test that kills a replica starts it again on the same port. The backend is
+tests/servers/durableserver.py, its own process, so its log of every call it started
+survives the replicas: that log proves what ran twice and what did not.
+
+Needs TOOLWEAVE_TEST_POSTGRES_URL, TOOLWEAVE_TEST_REDIS_URL and HAProxy (Debian's `haproxy`,
+which .ci/run installs); skips naming what is missing. Redis channels are named after the
+test's own PostgreSQL schema (random), so nothing here is heard by anyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import yaml
+from mcp import Client
+from sqlalchemy import text as sql
+
+from support.paths import PYTHON, SERVERS, TOOLWEAVE
+from support.processes import free_port, stop_process, subprocess_env, wait_for_port
+from toolweave.store import Database, KeyRepository
+
+POSTGRES_ENV = "TOOLWEAVE_TEST_POSTGRES_URL"
+REDIS_ENV = "TOOLWEAVE_TEST_REDIS_URL"
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+REPLICAS = 3
+LEASE = {"TOOLWEAVE_RUN_HEARTBEAT_SECONDS": "0.5", "TOOLWEAVE_RUN_STALE_AFTER_SECONDS": "3"}
+"""Short leases, so a killed replica's runs are taken over within seconds (the default is 3 / 10 s)."""
+
+
+def _missing() -> str | None:
+    if not os.environ.get(POSTGRES_ENV):
+        return f"set {POSTGRES_ENV} (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+    if not os.environ.get(REDIS_ENV):
+        return f"set {REDIS_ENV} (e.g. redis://127.0.0.1:6379/0)"
+    if not os.access(HAPROXY, os.X_OK):
+        return "HAProxy is not installed (apt-get install haproxy; .ci/run does)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+
+def step(step_id: str, tool: str, label: str, **extra: Any) -> dict[str, Any]:
+    arguments = {"label": f"{{{{ params.tag }}}}-{label}", **extra.pop("arguments", {})}
+    return {"id": step_id, "tool": tool, "arguments": arguments, **extra}
+
+
+PARAMETERS = {"type": "object", "properties": {"tag": {"type": "string"}}, "required": ["tag"]}
+RESUMABLE = {
+    "name": "replicated_safe",
+    "description": "first, then an idempotent slow put, then last",
+    "parameters": PARAMETERS,
+    "steps": [
+        step("first", "d/write", "first"),
+        step("second", "d/put", "second", arguments={"wait": True}, dependsOn=["first"]),
+        step("last", "d/write", "last", dependsOn=["second"]),
+    ],
+}
+"""The step in flight at the kill is idempotent: the taken-over run completes."""
+FRAGILE = {
+    "name": "replicated_fragile",
+    "description": "first, then a slow write that is not idempotent, then last",
+    "parameters": PARAMETERS,
+    "steps": [
+        step("first", "d/write", "first"),
+        step("second", "d/write", "second", arguments={"wait": True}, dependsOn=["first"]),
+        step("last", "d/write", "last", dependsOn=["second"]),
+    ],
+}
+"""The step in flight at the kill is not idempotent: the taken-over run fails, saying it was not re-run."""
+
+
+@dataclass
+class Replica:
+    port: int
+    config: Path
+    env: dict[str, str]
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [str(TOOLWEAVE), "serve", "-c", str(self.config), "--port", str(self.port), "--auth"],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+
+@dataclass
+class ReplicaSet:
+    url: str
+    """HAProxy's front: every request of the tests goes through it."""
+    database: str
+    backend: str
+    key: str
+    replicas: list[Replica] = field(default_factory=list)
+
+    def client(self, **options: Any) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {self.key}"}
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=60, **options)
+
+    def replica_of_pid(self, pid: int) -> Replica:
+        return next(r for r in self.replicas if r.process is not None and r.process.pid == pid)
+
+
+def haproxy_config(front: int, replicas: list[Replica]) -> str:
+    """Plain round robin, no stickiness, health checked on /readyz."""
+    servers = "\n".join(
+        f"    server gw{index} 127.0.0.1:{replica.port} check" for index, replica in enumerate(replicas)
+    )
+    return f"""global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 120s
+    timeout server 120s
+    retries 2
+    option redispatch
+frontend gateways
+    bind 127.0.0.1:{front}
+    default_backend replicas
+backend replicas
+    balance roundrobin
+    option httpchk
+    http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost
+    http-check expect status 200
+    default-server inter 300ms fall 1 rise 1
+{servers}
+"""
+
+
+@pytest.fixture(scope="module")
+def durable_backend() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [PYTHON, str(SERVERS / "durableserver.py"), "--http", str(port)],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(process)
+
+
+@pytest.fixture(scope="module")
+def replica_set(durable_backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplicaSet]:
+    home = tmp_path_factory.mktemp("replicas")
+    base = os.environ[POSTGRES_ENV]
+    schema = f"tw_replicas_{uuid.uuid4().hex[:12]}"
+    database = f"{base}{'&' if '?' in base else '?'}schema={schema}"
+    config = home / "toolweave.yaml"
+    raw = {
+        "gateway": {"database": database, "redis_url": os.environ[REDIS_ENV], "sync_interval": "1s"},
+        "backends": [{"name": "d", "url": durable_backend, "concurrent": True}],
+        "composite_tools": [RESUMABLE, FRAGILE],
+    }
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    env = subprocess_env(HOME=str(home), TOOLWEAVE_SECRET_KEY="replicas-test-secret", **LEASE)
+    key = asyncio.run(_create_key(database))
+    replicas = [Replica(free_port(), config, env) for _ in range(REPLICAS)]
+    front = free_port()
+    (home / "haproxy.cfg").write_text(haproxy_config(front, replicas))
+    haproxy: subprocess.Popen[bytes] | None = None
+    try:
+        for replica in replicas:
+            replica.start()
+        for replica in replicas:
+            wait_for_port(replica.port, replica.process, 60)
+        haproxy = subprocess.Popen(
+            [HAPROXY, "-f", str(home / "haproxy.cfg"), "-db"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(front, haproxy, 10)
+        served = ReplicaSet(f"http://127.0.0.1:{front}", database, durable_backend, key, replicas)
+        asyncio.run(_all_ready(served))
+        yield served
+    finally:
+        if haproxy is not None:
+            stop_process(haproxy)
+        for replica in replicas:
+            replica.kill()
+        asyncio.run(_drop_schema(base, schema))
+
+
+async def _create_key(database: str) -> str:
+    async with Database.from_url(database) as db:
+        _info, plaintext = await KeyRepository(db).create("acme", ["tools:read", "tools:call", "tools:admin"])
+    return plaintext
+
+
+async def _drop_schema(base: str, schema: str) -> None:
+    engine = Database.from_url(base)._create_engine()
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    finally:
+        await engine.dispose()
+
+
+async def _all_ready(served: ReplicaSet, timeout: float = 60) -> None:
+    """Every replica answers /readyz through HAProxy (which has seen them all healthy)."""
+    seen: set[str] = set()
+    async with asyncio.timeout(timeout), httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+        while len(seen) < len(served.replicas):
+            with contextlib.suppress(httpx.HTTPError):
+                answer = await client.get("/readyz")
+                if answer.status_code == 200:
+                    seen.add(answer.json()["instance"])
+            await asyncio.sleep(0.05)
+
+
+async def poll(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 45.0) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not await check():  # noqa: ASYNC110 - polls other processes; no event to wait on
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise AssertionError(f"gave up waiting for {what}") from None
+
+
+async def backend(url: str, tool: str, **arguments: Any) -> Any:
+    async with Client(url) as client:
+        result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result
+    return result.structured_content
+
+
+async def started(url: str, label: str) -> list[str]:
+    return [entry["tool"] for entry in (await backend(url, "calls", label=label))["calls"]]
+
+
+# -- the tests ---------------------------------------------------------------------------------------
+
+
+async def test_probes_answer_without_a_key_and_the_balancer_spreads_requests(replica_set: ReplicaSet) -> None:
+    async with httpx.AsyncClient(base_url=replica_set.url, timeout=10) as client:
+        answers = [await client.get("/healthz") for _ in range(2 * REPLICAS)]
+        assert all(answer.status_code == 200 for answer in answers)
+        assert len({answer.json()["instance"] for answer in answers}) == REPLICAS  # round robin
+        metrics = (await client.get("/readyz")).json()
+        assert metrics["ready"] is True and metrics["backends_not_connected"] == []
+
+
+async def test_a_ui_login_and_twenty_pages_across_replicas(replica_set: ReplicaSet) -> None:
+    """GET /login and POST /login reach different replicas: the login works, and so do 20 pages."""
+    async with httpx.AsyncClient(base_url=replica_set.url, timeout=30) as browser:
+        form = await browser.get("/login")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+        assert form.status_code == 200 and csrf is not None
+        login = await browser.post(
+            "/login", data={"key": replica_set.key, "csrf": csrf.group(1), "next": "/"}
+        )
+        assert login.status_code == 303 and login.headers["location"] == "/", login.text
+        pages = ["/", "/runs", "/backends", "/tools/replicated_safe", "/admin"] * 4
+        for path in pages:
+            page = await browser.get(path)
+            assert page.status_code == 200, (path, page.status_code, page.text[:300])
+            assert "acme" in page.text, path
+
+
+async def test_the_event_stream_of_one_replica_shows_the_calls_of_all(replica_set: ReplicaSet) -> None:
+    tag = uuid.uuid4().hex[:8]
+    events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    opened = asyncio.Event()
+
+    async def follow() -> None:
+        async with replica_set.client() as client, client.stream("GET", "/api/v1/events") as response:
+            assert response.status_code == 200
+            opened.set()
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    await events.put(orjson.loads(line.removeprefix("data: ")))
+
+    reader = asyncio.create_task(follow())
+    try:
+        await asyncio.wait_for(opened.wait(), 10)
+        await asyncio.sleep(1.5)  # every replica's publisher has probed for listeners since
+        async with replica_set.client() as client:
+            for index in range(2 * REPLICAS):
+                answer = await client.post("/api/v1/tools/d__put/call", json={"label": f"{tag}-{index}"})
+                assert answer.status_code == 200 and answer.json()["isError"] is False, answer.text
+        seen = 0  # events carry no arguments: count the calls (only this test calls d__put)
+        async with asyncio.timeout(15):
+            while seen < 2 * REPLICAS:
+                event = await events.get()
+                if event.get("tool") == "d__put" and event.get("tenant") == "acme":
+                    seen += 1
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+
+
+async def test_a_run_whose_replica_is_killed_finishes_on_another(replica_set: ReplicaSet) -> None:
+    """kill -9 of the replica running two workflows mid-step: another replica takes both over by
+    itself within the lease; completed steps never run again; the idempotent step in flight runs
+    again and its run completes; the non-idempotent one is not re-run and its run says so."""
+    tag = uuid.uuid4().hex[:10]
+    url = replica_set.backend
+
+    async def call(name: str) -> None:
+        async with replica_set.client() as client:
+            await client.post(f"/api/v1/tools/{name}/call", json={"tag": tag})
+
+    # both calls through the balancer: they may land on different replicas; each dies with its replica
+    calls = [asyncio.create_task(call(name)) for name in ("replicated_safe", "replicated_fragile")]
+    runs: dict[str, str] = {}
+
+    async def both_in_flight() -> bool:
+        async with replica_set.client() as client:
+            listed = (await client.get("/api/v1/runs", params={"status": "running"})).json()["runs"]
+        for run in listed:
+            if run["arguments"].get("tag") == tag:
+                runs[run["tool"]] = run["id"]
+        return len(runs) == 2 and sorted(await started(url, f"{tag}-second")) == ["put", "write"]
+
+    await poll(both_in_flight, "both workflows to have their second step in flight")
+    owners = await _owner_pids(replica_set.database, list(runs.values()))
+    killed = [replica_set.replica_of_pid(pid) for pid in set(owners.values())]
+    for replica in killed:
+        replica.kill()
+    await asyncio.gather(*calls, return_exceptions=True)  # the callers' connections died with them
+    await backend(url, "open_gate", label=f"{tag}-second")  # the orphaned call may finish now
+
+    async def finished() -> bool:
+        async with replica_set.client() as client:
+            states = [(await client.get(f"/api/v1/runs/{run_id}")).json() for run_id in runs.values()]
+        return all(state["status"] in ("completed", "failed") for state in states)
+
+    await poll(finished, "another replica to take both runs over and finish them")
+    async with replica_set.client() as client:
+        safe = (await client.get(f"/api/v1/runs/{runs['replicated_safe']}")).json()
+        fragile = (await client.get(f"/api/v1/runs/{runs['replicated_fragile']}")).json()
+    assert safe["status"] == "completed", safe
+    assert {s["id"]: s["status"] for s in safe["steps"]} == dict.fromkeys(
+        ("first", "second", "last"), "completed"
+    )
+    assert fragile["status"] == "failed" and "was running when the gateway stopped" in fragile["error"], (
+        fragile
+    )
+    assert {s["id"]: s["status"] for s in fragile["steps"]}["last"] == "cancelled"
+    new_owners = await _owner_pids(replica_set.database, list(runs.values()))
+    assert not set(new_owners.values()) & set(owners.values())  # finished by survivors
+
+    # the side-effect log: `first` once per workflow, the idempotent put twice (once per replica),
+    # the non-idempotent write once (never re-run), `last` once (only the completed run's)
+    assert await started(url, f"{tag}-first") == ["write", "write"]
+    assert sorted(await started(url, f"{tag}-second")) == ["put", "put", "write"]
+    assert await started(url, f"{tag}-last") == ["write"]
+
+    for replica in killed:  # the set is whole again for the next test
+        replica.start()
+        wait_for_port(replica.port, replica.process, 60)
+    await _all_ready(replica_set)
+
+
+async def _owner_pids(database: str, run_ids: list[str]) -> dict[str, int]:
+    """Run id → the pid of the replica that owns it (from the shared database)."""
+    async with Database.from_url(database) as db, db.read() as conn:
+        rows = (
+            await conn.execute(
+                sql(
+                    "SELECT runs.id, gateway_instances.pid FROM runs JOIN gateway_instances "
+                    "ON runs.owner = gateway_instances.id WHERE runs.id = ANY(:ids)"
+                ),
+                {"ids": run_ids},
+            )
+        ).all()
+    return {row.id: row.pid for row in rows}
