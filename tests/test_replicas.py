@@ -136,6 +136,7 @@ def haproxy_config(front: int, replicas: list[Replica]) -> str:
 defaults
     mode http
     timeout connect 2s
+    timeout check 5s
     timeout client 120s
     timeout server 120s
     retries 2
@@ -148,7 +149,7 @@ backend replicas
     option httpchk
     http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost
     http-check expect status 200
-    default-server inter 300ms fall 1 rise 1
+    default-server inter 500ms fall 3 rise 1
 {servers}
 """
 
@@ -263,7 +264,9 @@ async def started(url: str, label: str) -> list[str]:
 async def test_probes_answer_without_a_key_and_the_balancer_spreads_requests(replica_set: ReplicaSet) -> None:
     async with httpx.AsyncClient(base_url=replica_set.url, timeout=10) as client:
         answers = [await client.get("/healthz") for _ in range(2 * REPLICAS)]
-        assert all(answer.status_code == 200 for answer in answers)
+        assert all(answer.status_code == 200 for answer in answers), [
+            (a.status_code, a.text[:200]) for a in answers
+        ]
         assert len({answer.json()["instance"] for answer in answers}) == REPLICAS  # round robin
         metrics = (await client.get("/readyz")).json()
         assert metrics["ready"] is True and metrics["backends_not_connected"] == []
