@@ -19,6 +19,7 @@ from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.live_calls import LiveCalls
 from toolweave.server.ui.live_pages import LivePages
 from toolweave.server.ui.pages import Pages
+from toolweave.server.ui.server_pages import ServerPages
 from toolweave.server.ui.sso import SingleSignOn
 from toolweave.services.runtime import ServerRuntime
 from toolweave.ui import STATIC
@@ -48,9 +49,13 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
     describe = DescribePages(ui)
     sso = SingleSignOn(ui, tokens, public_url)
     ui.sso_buttons = sso.buttons()
+    servers = ServerPages(ui)
     routes += [
         Route("/login/sso/callback", ui.page(sso.callback, scope=PUBLIC), methods=["GET"]),
         Route("/login/sso/{index}", ui.page(sso.start, scope=PUBLIC), methods=["GET"]),
+        Route("/servers", ui.page(servers.list), methods=["GET"]),
+        Route("/servers/{name}", ui.page(servers.show), methods=["GET"]),
+        Route("/servers/{name}/try", ui.page(servers.try_tool, scope=CALL), methods=["POST"]),
         Route("/build/yaml", ui.page(builder.legacy, scope=ADMIN), methods=["GET"]),
         Route("/build/catalog", ui.page(builder.catalog, scope=ADMIN), methods=["GET"]),
         Route("/admin", ui.page(admin.show, scope=ADMIN), methods=["GET"]),

@@ -32,6 +32,8 @@ class ToolView:
     uses: list[tuple[str, str | None]] = field(default_factory=list)
     """(reference as written, the exposed name to link to when the caller sees it)."""
     used_in: list[str] = field(default_factory=list)
+    servers: list[str] = field(default_factory=list)
+    """The virtual servers that expose it."""
     exports: dict[str, str] = field(default_factory=dict)
     version: int | None = None
     read_only_hint: bool = False
@@ -76,6 +78,7 @@ async def tool_view(service: DefinitionService, name: str, tenant: str | None) -
     if entry is not None:
         view.exports = _exports(entry)
         view.used_in = catalog.used_in_for(name, tenant)
+        view.servers = service.gateway.servers.used_in(name, tenant)
         view.input_schema = pretty(entry.tool.input_schema or {})
         if entry.tool.output_schema:
             view.output_schema = pretty(entry.tool.output_schema)
@@ -99,6 +102,7 @@ def _backend_view(service: DefinitionService, entry: Entry, tenant: str | None) 
         input_schema=pretty(tool.input_schema or {}),
         output_schema=pretty(tool.output_schema) if tool.output_schema else None,
         used_in=service.gateway.catalog.used_in_for(entry.name, tenant),
+        servers=service.gateway.servers.used_in(entry.name, tenant),
         exports=_exports(entry),
         read_only_hint=bool(annotations is not None and annotations.read_only_hint),
         destructive_hint=bool(annotations is not None and annotations.destructive_hint),
