@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from support.paths import ROOT
-from support.results import meta, texts
+from support.results import meta, sections, texts
 from toolweave import Gateway
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -46,7 +46,7 @@ async def test_demo_lists_its_fanout_and_router(demo: Gateway) -> None:
 async def test_demo_search_all(demo: Gateway) -> None:
     result = await demo.call("search_all", {"query": "deploy"})
     assert not result.is_error, texts(result)
-    assert sorted(texts(result)[0::2]) == ["## docs__search", "## notes__search"]
+    assert sorted(sections(result)[0::2]) == ["## docs__search", "## notes__search"]
     by_tool = {r["tool"]: r["structuredContent"] for r in result.structured_content["results"]}
     assert by_tool["notes__search"]["hits"] == [{"id": "n1", "title": "Deploy checklist"}]
     assert by_tool["docs__search"]["hits"][0]["url"] == "https://docs.example.com/deploy"

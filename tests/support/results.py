@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import mcp_types as types
@@ -29,3 +30,13 @@ def names(tools: list[types.Tool]) -> list[str]:
 async def inner_records(gateway: Any, tool: str, status: str | None = None) -> list[Any]:
     """Run records of direct calls to `tool` (the configs set `record_direct_calls`)."""
     return await gateway.runs.list_runs(tool=tool, status=status, limit=1000)
+
+
+def sections(result: types.CallToolResult) -> list[str]:
+    """A fan-out's one text item split back into `[heading, text, heading, text, ...]` (a target that
+    gave no text is its heading alone)."""
+    found: list[str] = []
+    for chunk in re.split(r"\n\n(?=## )", texts(result)[0]) if texts(result) else []:
+        heading, _, body = chunk.partition("\n")
+        found.extend([heading, body] if body else [heading])
+    return found

@@ -18,7 +18,7 @@ import pytest_asyncio
 from mcp import Client
 
 from support.configs import stdio_testserver, write_toml
-from support.results import inner_records, meta, texts
+from support.results import inner_records, meta, sections
 from support.serving import serve_mcp
 from toolweave import Gateway
 
@@ -146,7 +146,7 @@ def schema_of(gateway: Gateway, name: str) -> dict[str, Any]:
 async def test_search_all_concatenates_every_target_with_a_heading(gateway: Gateway) -> None:
     result = await gateway.call("search_all", {"query": "deploy", "limit": 2})
     assert not result.is_error
-    items = texts(result)
+    items = sections(result)
     # completion order (the default): every target once, each section headed by its tool
     headings = items[0::2]
     assert sorted(headings) == ["## alpha__search", "## beta_find", "## gamma__search"]
@@ -155,7 +155,9 @@ async def test_search_all_concatenates_every_target_with_a_heading(gateway: Gate
         assert body == f"{server} results for 'deploy' (limit 2)"
     results = result.structured_content["results"]
     assert [r["tool"] for r in results] == [h.removeprefix("## ") for h in headings]
-    assert all(r["isError"] is False and r["content"][0]["type"] == "text" for r in results)
+    # the servers' str results come structured ({"result": ...}): their text is not repeated beside it
+    assert [r["structuredContent"] for r in results] == [{"result": body} for body in sections(result)[1::2]]
+    assert all(r["isError"] is False and "text" not in r for r in results)
     info = meta(result)
     assert info["kind"] == "fanout" and info["run_id"] and info["latency_ms"] >= 0
     assert [t["tool"] for t in info["targets"]] == [r["tool"] for r in results]
@@ -166,7 +168,7 @@ async def test_search_all_concatenates_every_target_with_a_heading(gateway: Gate
 async def test_a_failing_target_makes_the_call_an_error_and_keeps_the_successes(gateway: Gateway) -> None:
     result = await gateway.call("echo_all", {"text": "hello"})
     assert result.is_error
-    items = texts(result)
+    items = sections(result)
     # declared order; gamma__echo is denied by the policy, so it is that target's failure
     assert items[:4] == ["## alpha__echo", "hello", "## beta__echo", "hello"]
     assert items[4] == "## gamma__echo (failed)"
@@ -188,11 +190,11 @@ async def test_a_hidden_tool_is_still_callable_as_a_target(gateway: Gateway) -> 
     listed = {tool.name for tool in gateway.list_tools()}
     assert "alpha__echo" not in listed and "beta__echo" in listed
     hidden = await gateway.call("alpha__echo", {"text": "x"})
-    assert hidden.is_error and "unknown tool 'alpha__echo'" in texts(hidden)[0]
+    assert hidden.is_error and "unknown tool 'alpha__echo'" in sections(hidden)[0]
     result = await gateway.call("echo_all", {"text": "through the composite"})
     first = result.structured_content["results"][0]
     assert first["tool"] == "alpha__echo" and first["isError"] is False
-    assert first["content"][0]["text"] == "through the composite"
+    assert first["structuredContent"] == {"result": "through the composite"}
 
 
 async def test_aliases_are_respected(gateway: Gateway) -> None:
@@ -200,7 +202,7 @@ async def test_aliases_are_respected(gateway: Gateway) -> None:
     assert "beta_find" in listed and "beta__search" not in listed
     # `beta/search` (search_all) and the alias itself (find_by_alias) both reach beta under its alias
     result = await gateway.call("find_by_alias", {"query": "q"})
-    assert texts(result) == [
+    assert sections(result) == [
         "## beta_find",
         "beta results for 'q' (limit 3)",
         "## gamma__search",
@@ -233,20 +235,20 @@ async def test_completion_order_is_the_default_and_declared_order_is_kept_on_req
     }
     assert labels == sorted(labels, key=ends.__getitem__)  # the order in which they finished
     assert labels == ["fast", "slow"]
-    assert texts(completion)[0] == "## beta__sleep"
+    assert sections(completion)[0] == "## beta__sleep"
     declared = await gateway.call("slow_first_declared", {})
     assert [r["structuredContent"]["label"] for r in declared.structured_content["results"]] == [
         "slow",
         "fast",
     ]
     assert [t["tool"] for t in meta(declared)["targets"]] == ["alpha__sleep", "beta__sleep"]
-    assert texts(declared)[0] == "## alpha__sleep"
+    assert sections(declared)[0] == "## alpha__sleep"
 
 
 async def test_first_success_returns_the_winner_and_cancels_the_rest(gateway: Gateway) -> None:
     result = await gateway.call("first_wins", {})
     assert not result.is_error
-    assert texts(result)[0] == "## gamma__sleep"
+    assert sections(result)[0] == "## gamma__sleep"
     results = result.structured_content["results"]
     assert [(r["tool"], r["structuredContent"]["label"]) for r in results] == [
         ("gamma__sleep", "first-wins-fast")
@@ -265,7 +267,7 @@ async def test_first_success_returns_the_winner_and_cancels_the_rest(gateway: Ga
 async def test_first_success_when_every_target_fails_lists_every_failure(gateway: Gateway) -> None:
     result = await gateway.call("first_all_fail", {})
     assert result.is_error
-    joined = "\n".join(texts(result))
+    joined = "\n".join(sections(result))
     assert "## alpha__fail (failed)" in joined and "## beta__fail (failed)" in joined
     assert "alpha is broken" in joined and "beta is broken" in joined
     assert {t["status"] for t in meta(result)["targets"]} == {"failed"}
@@ -278,7 +280,7 @@ async def test_per_target_timeout(gateway: Gateway) -> None:
     assert by_tool["alpha__sleep"]["status"] == "timed_out" and by_tool["alpha__sleep"]["isError"] is True
     assert by_tool["beta__sleep"]["status"] == "completed"
     entries = {r["tool"]: r for r in result.structured_content["results"]}
-    assert entries["alpha__sleep"]["content"][0]["text"] == "timed out after 0.2s"
+    assert entries["alpha__sleep"]["text"] == "timed out after 0.2s"
     assert entries["beta__sleep"]["structuredContent"]["label"] == "quick"
 
 
@@ -325,7 +327,10 @@ async def test_invalid_arguments_fail_before_any_backend_is_called(gateway: Gate
     calls_before = len(await inner_records(gateway, "alpha__increment"))
     result = await gateway.call("bump_all", {"by": "lots"})
     assert result.is_error
-    assert "invalid arguments for 'bump_all'" in texts(result)[0] and "Nothing was called" in texts(result)[0]
+    assert (
+        "invalid arguments for 'bump_all'" in sections(result)[0]
+        and "Nothing was called" in sections(result)[0]
+    )
     assert await counters(gateway) == before
     assert len(await inner_records(gateway, "alpha__increment")) == calls_before
     ok = await gateway.call("bump_all", {"by": 2})
@@ -340,9 +345,7 @@ async def test_inner_calls_are_validated_like_client_calls(gateway: Gateway) -> 
     alpha, beta = result.structured_content["results"]
     assert alpha["structuredContent"] == {"sum": 42}
     assert beta["isError"]
-    assert beta["content"][0]["text"].startswith(
-        "invalid arguments for 'beta__add': argument 'b': 1.5 is not of type"
-    )
+    assert beta["text"].startswith("invalid arguments for 'beta__add': argument 'b': 1.5 is not of type")
     assert await inner_records(gateway, "beta__add") == []  # rejected by the gateway, not by the backend
 
 
@@ -399,7 +402,8 @@ async def test_over_mcp_http_with_progress_per_finished_target(mcp_url: str, mod
 
         failed = await client.call_tool("echo_all", {"text": "hi"})
         assert failed.is_error
-        assert [item.text for item in failed.content][::2] == [
+        assert len(failed.content) == 1, "one text item: clients that keep only the first see every target"
+        assert sections(failed)[::2] == [
             "## alpha__echo",
             "## beta__echo",
             "## gamma__echo (failed)",

@@ -10,7 +10,7 @@ import pytest
 
 from support.configs import parse_composite_def
 from support.fakes import FakeCalls, FakeCatalog, echo, failing, structured, tool
-from support.results import meta, texts
+from support.results import meta, sections
 from toolweave.composite.base import BuildError, RunContext
 from toolweave.composite.fanout import OUTPUT_SCHEMA, FanoutComposite, build_fanout
 from toolweave.results import result_to_dict
@@ -88,7 +88,7 @@ async def test_completion_order_is_the_default() -> None:
     order = ["docs__search", "jira__search", "github__search"]
     assert [entry["tool"] for entry in result.structured_content["results"]] == order
     assert [entry["tool"] for entry in meta(result)["targets"]] == order
-    assert texts(result)[0] == "## docs__search"
+    assert sections(result)[0] == "## docs__search"
 
 
 async def test_declared_order() -> None:
@@ -109,26 +109,18 @@ async def test_result_shape_per_spec() -> None:
     )
     result = await fanout({"tools": SEARCHES[:2], "order": "declared"}).run({"query": "q"}, backend.context())
     assert result.is_error  # one target failed ...
-    assert texts(result) == [
+    assert sections(result) == [
         "## github__search",
         "two hits",
         "## docs__search (failed)",
         "docs down",
     ]  # ... results kept
+    assert len(result.content) == 1, "one text item: clients that keep only the first see every target"
+    # each target's text once: a structured result's text is not repeated in structuredContent
     assert result.structured_content == {
         "results": [
-            {
-                "tool": "github__search",
-                "isError": False,
-                "content": [{"type": "text", "text": "two hits"}],
-                "structuredContent": {"hits": 2},
-            },
-            {
-                "tool": "docs__search",
-                "isError": True,
-                "content": [{"type": "text", "text": "docs down"}],
-                "structuredContent": None,
-            },
+            {"tool": "github__search", "isError": False, "structuredContent": {"hits": 2}},
+            {"tool": "docs__search", "isError": True, "structuredContent": None, "text": "docs down"},
         ]
     }
     found = meta(result)
@@ -140,6 +132,24 @@ async def test_result_shape_per_spec() -> None:
     assert all(isinstance(t["latency_ms"], float) and t["latency_ms"] >= 0 for t in found["targets"])
     wire = result_to_dict(result)
     assert wire["structuredContent"]["results"][1]["isError"] is True
+
+
+async def test_non_text_items_follow_the_one_text_item_in_target_order() -> None:
+    picture = types.ImageContent(type="image", data="aGk=", mime_type="image/png")
+
+    def with_picture(_name: str, _arguments: dict[str, Any]) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text="a chart"), picture])
+
+    backend = FakeCalls(default=echo, responders={"docs__search": with_picture})
+    result = await fanout({"tools": SEARCHES[:2], "order": "declared"}).run({"query": "q"}, backend.context())
+    assert [item.type for item in result.content] == ["text", "image"]
+    assert sections(result)[2:] == ["## docs__search", "a chart"]
+    assert result.structured_content["results"][1] == {
+        "tool": "docs__search",
+        "isError": False,
+        "structuredContent": None,
+        "text": "a chart",
+    }
 
 
 async def test_structured_content_matches_the_listed_output_schema() -> None:
@@ -163,11 +173,11 @@ async def test_timeout_turns_a_target_into_an_error_item() -> None:
     )
     result = await composite.run({"query": "q"}, backend.context())
     assert result.is_error
-    assert texts(result) == [
+    assert sections(result) == [
         "## github__search (failed)",
         "timed out after 0.05s",
         "## docs__search",
-        texts(result)[3],
+        sections(result)[3],
     ]
     assert meta(result)["targets"][0]["status"] == "timed_out"
     assert backend.cancelled == ["github__search"]
@@ -179,7 +189,7 @@ async def test_definition_timeout_is_the_default_per_target() -> None:
         {"targets": [{"tool": "github/search"}, {"tool": "docs/search", "timeout": 0.02}], "timeout": "30ms"}
     )
     result = await composite.run({"query": "q"}, backend.context())
-    messages = sorted(texts(result)[1::2])
+    messages = sorted(sections(result)[1::2])
     assert messages == ["timed out after 0.02s", "timed out after 0.03s"]
 
 
@@ -190,7 +200,7 @@ async def test_a_timeout_error_raised_by_the_call_itself_is_a_failure_not_a_time
     composite = fanout({"targets": [{"tool": "github/search", "timeout": 10}]})
     result = await composite.run({"query": "q"}, RunContext(call=call))
     assert meta(result)["targets"][0]["status"] == "failed"
-    assert "backend said so" in texts(result)[1]
+    assert "backend said so" in sections(result)[1]
 
 
 async def test_a_raising_call_becomes_an_error_item() -> None:
@@ -203,7 +213,7 @@ async def test_a_raising_call_becomes_an_error_item() -> None:
         {"query": "q"}, RunContext(call=call)
     )
     assert result.is_error
-    assert texts(result) == [
+    assert sections(result) == [
         "## github__search",
         "## docs__search (failed)",
         "calling docs__search failed: socket closed",
@@ -220,7 +230,7 @@ async def test_first_success_returns_the_winner_and_cancels_the_rest() -> None:
         {"query": "q"}, backend.context()
     )
     assert not result.is_error
-    assert texts(result)[0] == "## docs__search"
+    assert sections(result)[0] == "## docs__search"
     assert [entry["tool"] for entry in result.structured_content["results"]] == ["docs__search"]
     assert backend.cancelled == ["jira__search"]
     statuses = {entry["tool"]: entry["status"] for entry in meta(result)["targets"]}
@@ -233,7 +243,7 @@ async def test_first_success_when_all_fail() -> None:
         {"query": "q"}, backend.context()
     )
     assert result.is_error
-    assert texts(result)[1::2] == [f"{name} down" for name in NAMES]
+    assert sections(result)[1::2] == [f"{name} down" for name in NAMES]
 
 
 async def test_cancelling_the_call_cancels_every_target() -> None:
@@ -330,8 +340,8 @@ async def test_a_template_that_cannot_render_fails_only_its_target() -> None:
     result = await composite.run({"query": "q"}, backend.context())
     assert result.is_error
     assert [name for name, _ in backend.calls] == ["docs__search"]
-    assert "cannot build the arguments for github__search" in texts(result)[1]
-    assert "missing" in texts(result)[1]
+    assert "cannot build the arguments for github__search" in sections(result)[1]
+    assert "missing" in sections(result)[1]
 
 
 def test_template_syntax_errors_are_build_errors_with_paths() -> None:
@@ -520,7 +530,11 @@ def test_the_output_schema_gives_every_property_a_type() -> None:
     """Strict checkers (the MCP Inspector's) refuse an empty schema such as `structuredContent: {}`."""
 
     def untyped(schema: dict[str, Any], path: str) -> list[str]:
-        found = [] if "type" in schema else [path]
+        # a type list (`["object", "null"]`) draws a warning from the Inspector's --strict mode: anyOf instead
+        typed = isinstance(schema.get("type"), str) or all(
+            isinstance(one.get("type"), str) for one in schema.get("anyOf", [{}])
+        )
+        found = [] if typed else [path]
         for name, child in schema.get("properties", {}).items():
             found += untyped(child, f"{path}.{name}")
         if isinstance(schema.get("items"), dict):
@@ -531,6 +545,6 @@ def test_the_output_schema_gives_every_property_a_type() -> None:
     import jsonschema
 
     jsonschema.validate(
-        {"results": [{"tool": "a", "isError": False, "content": [], "structuredContent": None}]},
+        {"results": [{"tool": "a", "isError": False, "structuredContent": None, "text": ""}]},
         OUTPUT_SCHEMA,
     )

@@ -21,9 +21,12 @@ the context holds every call argument by name and all of them as `params` /
 `arguments`; a string that is exactly one `{{ expr }}` keeps its native type;
 rendered text is coerced to the type the target's schema asks for.
 
-Result (docs/composites.md): for each target a text item naming its tool, then its
-content; `isError` when any target failed (successful results kept);
-`structuredContent = {results: [{tool, isError, content, structuredContent}]}`;
+Result (docs/composites.md): ONE text item holding every shown target's text under a
+heading naming its tool (clients that keep only a result's first item, smolagents among
+them, still see every target), then the targets' non-text items (images, resources) in
+the same order; `isError` when any target failed (successful results kept);
+`structuredContent = {results: [{tool, isError, structuredContent, text?}]}`, `text` only
+for a target that gave no structured result (its text is not repeated otherwise);
 `_meta["toolweave"] = {kind: "fanout", targets: [{tool, isError, latency_ms, status}]}`
 with `status` one of `completed`, `failed`, `timed_out`, `cancelled`.
 """
@@ -60,14 +63,18 @@ OUTPUT_SCHEMA: Final[dict[str, Any]] = {
                 "properties": {
                     "tool": {"type": "string"},
                     "isError": {"type": "boolean"},
-                    "content": {"type": "array"},
-                    # typed, not `{}`: strict schema checkers (the MCP Inspector's) refuse an empty schema
+                    # typed, not `{}` (strict checkers refuse an empty schema), and `anyOf`, not a type
+                    # list: the MCP Inspector's --strict mode warns on `type: ["object", "null"]`
                     "structuredContent": {
-                        "type": ["object", "null"],
+                        "anyOf": [{"type": "object"}, {"type": "null"}],
                         "description": "The tool's own structured result; null when it gave none",
                     },
+                    "text": {
+                        "type": "string",
+                        "description": "The tool's text, when it gave no structured result",
+                    },
                 },
-                "required": ["tool", "isError", "content"],
+                "required": ["tool", "isError", "structuredContent"],
             },
         }
     },
@@ -202,12 +209,8 @@ class FanoutComposite:
             for t in self.targets
             if t.index not in finished
         ]
-        content: list[Any] = []
-        for outcome in shown:
-            content.append(text(_heading(outcome)))
-            content.extend(outcome.result.content)
         return types.CallToolResult(
-            content=content,
+            content=_content(shown),
             structured_content={"results": [_result_entry(outcome) for outcome in shown]},
             is_error=any(outcome.result.is_error for outcome in shown),
             _meta={META_KEY: {"kind": KIND, "targets": [_meta_entry(o) for o in [*outcomes, *cancelled]]}},
@@ -218,16 +221,35 @@ def _heading(outcome: Outcome) -> str:
     return f"## {outcome.target.name}" + (" (failed)" if outcome.result.is_error else "")
 
 
+def _text_of(result: types.CallToolResult) -> str:
+    return "\n".join(item.text for item in result.content if isinstance(item, types.TextContent))
+
+
+def _content(shown: list[Outcome]) -> list[Any]:
+    """One text item: each target's heading and text; then every non-text item, in target order."""
+    sections = []
+    for outcome in shown:
+        body = _text_of(outcome.result)
+        sections.append(f"{_heading(outcome)}\n{body}" if body else _heading(outcome))
+    others = [
+        item
+        for outcome in shown
+        for item in outcome.result.content
+        if not isinstance(item, types.TextContent)
+    ]
+    return [text("\n\n".join(sections)), *others] if sections else others
+
+
 def _result_entry(outcome: Outcome) -> dict[str, Any]:
     result = outcome.result
-    return {
+    entry: dict[str, Any] = {
         "tool": outcome.target.name,
         "isError": result.is_error,
-        "content": [
-            item.model_dump(by_alias=True, mode="json", exclude_none=True) for item in result.content
-        ],
         "structuredContent": result.structured_content,
     }
+    if result.structured_content is None:
+        entry["text"] = _text_of(result)
+    return entry
 
 
 def _meta_entry(outcome: Outcome) -> dict[str, Any]:
