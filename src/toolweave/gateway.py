@@ -242,10 +242,11 @@ class Gateway:
         time: a composite that names a tool of a backend not up yet is not a problem yet."""
         if self.backends_starting():
             return
-        for issue in catalog.issues:
+        found = [*catalog.issues, *catalog.warnings]
+        for issue in found:
             if issue not in self._reported_issues:
                 logger.warning("catalog: %s", issue)
-        self._reported_issues = list(catalog.issues)
+        self._reported_issues = found
 
     def _index_resources_and_prompts(self) -> None:
         """Resources keep their URIs (routed by URI); names and prompt names are namespaced like tools."""

@@ -65,6 +65,33 @@ def test_tools_are_namespaced_by_backend() -> None:
     assert entry.tool.name == "docs__search" and entry.tool.description == "Search docs"
 
 
+LONG = "list_every_open_pull_request_waiting_for_review_in_org"  # gh__ + this: 59; vendor__ + this: 63
+
+
+def test_an_exposed_name_over_max_name_length_is_shortened_deterministically_and_warned_about() -> None:
+    entry = {"name": "enterprise-github-mirror", "command": "x"}
+    long_tools = [tool(LONG), tool(LONG + "_too")]
+    catalog = build((entry, long_tools))
+    names = listed(catalog)
+    assert all(len(name) <= 64 for name in names), names
+    assert len(set(names)) == 2, "two long names sharing a prefix stay distinct"
+    assert names == listed(build((entry, long_tools))), "the same names on every build"
+    assert names[0].startswith("enterprise-github-mirror__list_every_open_pull_request")
+    assert catalog.lookup(f"enterprise-github-mirror/{LONG}").name == names[0]  # references still reach it
+    assert catalog.issues == [], "served, not a problem"
+    warned = [str(w) for w in catalog.warnings]
+    assert len(warned) == 2 and f"exposed as {names[0]!r}" in warned[0], warned
+    assert "gateway.max_name_length (64)" in warned[0] and f'[backends.tools."{LONG}"]' in warned[0]
+
+
+def test_max_name_length_is_a_setting_and_an_alias_silences_the_warning() -> None:
+    entry = {"name": "gh", "command": "x", "tools": {LONG: {"name": "gh_review_queue"}}}
+    catalog = build((entry, [tool(LONG), tool("search")]), gateway={"max_name_length": 20})
+    assert listed(catalog) == ["gh_review_queue", "gh__search"] and catalog.warnings == []
+    tight = build(({"name": "gh", "command": "x"}, [tool(LONG)]), gateway={"max_name_length": 20})
+    assert [len(name) for name in listed(tight)] == [20] and len(tight.warnings) == 1
+
+
 def test_custom_separator() -> None:
     catalog = build(gh(), gateway={"separator": "-"})
     assert "gh-search" in listed(catalog) and catalog.get("gh__search") is None

@@ -152,6 +152,24 @@ def test_validate_ok(py_config: Path) -> None:
     assert done.exit_code == 0 and printed == f"ok {py_config}: 1 backends, 0 composites"
 
 
+def test_validate_warns_of_a_name_too_long_for_llm_apis_and_passes(
+    write_config: WriteConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long = "summarize_every_open_pull_request_waiting_for_a_review"  # review-bot__ + this: 66
+    (tmp_path / "tw_long_names.py").write_text(
+        f"import toolweave\n\n@toolweave.tool\ndef {long}() -> str:\n    return 'ok'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write_config({"backends": [python_backend("review-bot", module="tw_long_names")]})
+    done = cli("validate", "-c", str(path))
+    said = done.stderr.replace("\n", "")
+    assert done.exit_code == 0, said
+    assert (
+        f"warning backends[0] (review-bot).tools.{long}: the exposed name 'review-bot__{long}' is 66" in said
+    )
+    assert "more than gateway.max_name_length (64)" in said and "exposed as 'review-bot__summarize" in said
+
+
 def test_validate_prints_every_problem_and_exits_1(write_config: WriteConfig) -> None:
     path = write_config(
         """

@@ -32,6 +32,7 @@ from toolweave.composite.kinds import tool_references
 from toolweave.composite.workflow.graph import find_composite_cycles, format_cycle
 from toolweave.config.models import BackendConfig, Config
 from toolweave.config.patterns import PatternSet
+from toolweave.export.names import MAX_NAME_LENGTH, shortened
 from toolweave.fields import split_tool_ref
 from toolweave.problems import Problem
 from toolweave.schemas import ArgumentValidator
@@ -122,9 +123,13 @@ class Catalog:
 
     def __init__(self, separator: str) -> None:
         self.separator = separator
+        self.max_name_length = MAX_NAME_LENGTH
         self.entries: dict[str, Entry] = {}
         self.by_reference: dict[str, Entry] = {}
         self.issues: list[CatalogIssue] = []
+        self.warnings: list[CatalogIssue] = []
+        """What is served but worth a word (a name shortened to fit `gateway.max_name_length`): logged and
+        printed by `validate`, never a failure."""
         self.degraded: dict[str, list[Problem]] = {}
         """Composites that could not be built, with their problems (paths relative to the definition)."""
         self.listed: list[types.Tool] = []
@@ -254,6 +259,7 @@ class Catalog:
         composites); definitions not named there are shared.
         """
         catalog = cls(config.gateway.separator)
+        catalog.max_name_length = config.gateway.max_name_length
         catalog.backends = {backend.name: backend for backend in backends}
         catalog.disabled = frozenset(b.name for b in config.backends if not b.enabled)
         catalog.federated = frozenset(n.name for n in config.federation.namespaces)
@@ -274,9 +280,9 @@ class Catalog:
             hidden = _filtered(tool, config, expose, hide)
             override = config.tools.get(tool.name)
             base_name = self._exposed_name(config, tool.name)
-            names = [override.name] if override and override.name else [base_name]
-            if override and override.name and override.keep_original:
-                names.append(base_name)
+            names = [override.name] if override and override.name else []
+            if not names or (override and override.keep_original):
+                names.append(self._fitted(config, tool.name, base_name))
             listed_tool = tool
             if override and override.description is not None:
                 listed_tool = tool.model_copy(update={"description": override.description})
@@ -320,6 +326,25 @@ class Catalog:
 
     def _exposed_name(self, config: BackendConfig, tool_name: str) -> str:
         return f"{config.name}{self.separator}{tool_name}" if config.namespace else tool_name
+
+    def _fitted(self, config: BackendConfig, tool_name: str, name: str) -> str:
+        """`name` shortened to `gateway.max_name_length`, with a warning: clients forward names to LLM
+        APIs that refuse longer ones (OpenAI: 64)."""
+        short = shortened(name, self.max_name_length)
+        if short != name:
+            self.warnings.append(
+                CatalogIssue(
+                    config.name,
+                    Problem(
+                        f"tools.{tool_name}",
+                        f"the exposed name {name!r} is {len(name)} characters, more than "
+                        f"gateway.max_name_length ({self.max_name_length}), which LLM APIs refuse: it is "
+                        f"exposed as {short!r}; choose a name with an alias "
+                        f'([backends.tools."{tool_name}"] name = "...")',
+                    ),
+                )
+            )
+        return short
 
     def _insert(self, entry: Entry, origin: str) -> bool:
         existing = self.entries.get(entry.name)

@@ -124,4 +124,7 @@ async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Prob
                 problems.append(Problem(issue.subject, str(issue.problem)))
             else:
                 problems.append(issue.problem.under(path))
+        backend_paths = {b.name: f"backends[{i}] ({b.name})" for i, b in enumerate(cfg.backends)}
+        for issue in gateway.catalog.warnings:
+            warnings.append(issue.problem.under(backend_paths.get(issue.subject, issue.subject)))
     return problems

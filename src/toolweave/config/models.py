@@ -98,6 +98,9 @@ class GatewayConfig(StrictModel):
     """Write a run record for direct (non-composite) calls too."""
     max_depth: int = Field(default=8, ge=1, le=64)
     """How deep composites may nest (a workflow calling a workflow...)."""
+    max_name_length: int = Field(default=64, ge=16, le=1024)
+    """An exposed backend tool name longer than this is shortened (cut, plus a hash of the whole name) and
+    warned about: OpenAI and other LLM APIs refuse tool names over 64 characters."""
     startup_timeout: Duration = 10.0
     """How long `serve` waits for backends before it starts serving anyway."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"

@@ -43,8 +43,17 @@ def safe_name(name: str) -> str:
     cleaned = _INVALID_CHAR.sub("_", name) or "_"
     if len(cleaned) <= MAX_NAME_LENGTH:
         return cleaned
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:HASH_LENGTH]  # of the original name
     return f"{cleaned[: MAX_NAME_LENGTH - HASH_LENGTH - 1]}_{digest}"
+
+
+def shortened(name: str, limit: int = MAX_NAME_LENGTH) -> str:
+    """`name` cut to `limit` characters with a short hash of the whole name, so two long names that
+    share a prefix stay distinct; a name that fits is returned unchanged."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    return f"{name[: limit - HASH_LENGTH - 1]}_{digest}"
 
 
 def safe_names(names: Iterable[str]) -> dict[str, str]:
