@@ -24,6 +24,9 @@ template means the same thing everywhere. Design points:
 - Error messages never carry parameter values; the values of secret
   parameters are removed from any message that might quote them
   (`toolweave.secrets.redact_text`).
+- A value computed from a secret is secret: while a call has secret values
+  (`toolweave.secrets.TAINTED`), every filter, method, operator, slice and
+  `~` whose input holds one adds its result to them (`_follow`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ from jinja2 import TemplateSyntaxError as _JinjaSyntaxError
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.runtime import Context, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+from toolweave.secrets import TAINTED, SecretValues
 
 MAX_SOURCE_CHARS = 100_000
 """Longest template source accepted."""
@@ -241,16 +246,31 @@ async def run_bounded(render: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwa
         pass
     finally:
         _ACTIVE.reset(token)
-    call = functools.partial(_in_lane, functools.partial(render, *args, **kwargs))
+    call = functools.partial(_in_lane, functools.partial(render, *args, **kwargs), TAINTED.get())
     return await asyncio.get_running_loop().run_in_executor(_LANE, call)
 
 
-def _in_lane(run: Callable[[], _T]) -> _T:
+def _in_lane(run: Callable[[], _T], tainted: SecretValues | None) -> _T:
     token = _ACTIVE.set(_Budget(MAX_STEPS, MAX_WORK_CHARS, inline=False))
+    following = TAINTED.set(tainted)  # the lane thread has no context of the call: the secrets go along
     try:
         return run()
     finally:
+        TAINTED.reset(following)
         _ACTIVE.reset(token)
+
+
+def _follow(result: _T, *inputs: Any) -> _T:
+    """A string computed from a secret value is a secret value too (`secrets.SecretValues`): the
+    sandbox calls this with each filter's, method's, operator's, slice's and `~`'s inputs and
+    result. Looking costs the render's budget (characters searched times values followed)."""
+    tainted = TAINTED.get()
+    if tainted is None or not isinstance(result, str | list | tuple) or not len(tainted):
+        return result
+    _charge(0, len(tainted) * sum(len(item) for item in inputs if isinstance(item, str)))
+    if any(tainted.holds(item) for item in inputs):
+        tainted.add(result)
+    return result
 
 
 # -- checks made before an operation allocates ------------------------------------------
@@ -405,7 +425,23 @@ def _concat(parts: Iterable[Any]) -> str:
 
 
 class _BoundedCodeGenerator(CodeGenerator):
-    """Jinja's code generator, with `~` going through `environment.tw_concat` (a size check)."""
+    """Jinja's code generator, with `~` going through `environment.tw_concat` (a size check) and
+    slices through `environment.getitem` (Jinja slices inline, where no secret can be followed)."""
+
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
+        if not isinstance(node.arg, nodes.Slice):
+            super().visit_Getitem(node, frame)
+            return
+        self.write("environment.getitem(")
+        self.visit(node.node, frame)
+        self.write(", slice(")
+        for position, part in enumerate((node.arg.start, node.arg.stop, node.arg.step)):
+            self.write(", " if position else "")
+            if part is None:
+                self.write("None")
+            else:
+                self.visit(part, frame)
+        self.write("))")
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         self.write("environment.tw_concat((")
@@ -433,14 +469,18 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             return obj[attribute]
         return super().getattr(obj, attribute)
 
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        return _follow(super().getitem(obj, argument), obj)  # `pw[::-1]`, `pw[2:]`
+
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         _check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        return _follow(super().call_binop(context, operator, left, right), left, right)
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         _charge(_MACRO_STEPS if isinstance(__obj, Macro) else 1)
         args = _check_str_method(__obj, args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)
+        result = super().call(__context, __obj, *args, **kwargs)
+        return _follow(result, getattr(__obj, "__self__", None), *args, *kwargs.values())
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         wrapped = super().wrap_str_format(value)
@@ -450,7 +490,8 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 
     @staticmethod
     def tw_concat(parts: Iterable[Any]) -> str:
-        return _concat(parts)
+        items = tuple(parts)
+        return _follow(_concat(items), *items)
 
 
 # -- filters that could build more than they are given, checked first ----------------------
@@ -524,7 +565,7 @@ def _charged(run: Callable[..., Any]) -> Callable[..., Any]:
         result = run(*args, **kwargs)
         if isinstance(result, str):
             _charge(0, len(result))
-        return result
+        return _follow(result, *args, *kwargs.values())
 
     return filtered
 

@@ -124,3 +124,97 @@ async def test_secrets_transformed_by_templates_never_reach_run_records(open_gat
         assert form not in dumped, form
     inner = [r for r in records if r.tool == "ts__echo"]
     assert sorted(r.arguments["text"] for r in inner) == ["[redacted]", "[redacted]", "nothing secret"]
+
+
+PASSWORD = "Hunter2-Pass-Word"
+TRANSFORMING_WORKFLOW = {
+    "name": "transforming",
+    "description": "Sends secrets through filters to tools that quote what they got.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "pw": {"type": "string", "format": "password"},
+            "token": {"type": "string", "writeOnly": True},
+        },
+    },
+    "failureMode": "continue",
+    "steps": [
+        {
+            "id": "up",
+            "tool": "ts/fail",
+            "arguments": {"message": "bad password {{ params.pw | upper }} given"},
+        },
+        {"id": "rev", "tool": "ts/fail", "arguments": {"message": "{{ params.token | reverse }}"}},
+        {"id": "echo", "tool": "ts/echo", "arguments": {"text": "{{ params.token | lower }}"}},
+        {
+            "id": "later",
+            "tool": "ts/fail",
+            "dependsOn": ["echo"],
+            "arguments": {"message": "{{ steps.echo.output | tojson | reverse }}"},
+        },
+        {
+            "id": "each",
+            "collection": "{{ [params.pw, params.token] }}",
+            "onError": {"action": "continue"},
+            "step": {"tool": "ts/fail", "arguments": {"message": "item {{ item[::-1] | title }}"}},
+        },
+    ],
+}
+
+
+def secret_forms(secret: str) -> set[str]:
+    forms = {secret, secret.upper(), secret.lower(), secret.title()}
+    return forms | {form[::-1] for form in forms}
+
+
+async def test_every_form_a_template_makes_of_a_secret_stays_out_of_run_records(open_gateway: Any) -> None:
+    """Before, a backend error quoting `{{ params.pw | upper }}`, a later step quoting an earlier
+    step's output, and a forEach item (`item[::-1] | title`) put those forms of the secrets in the
+    run records (inner calls' arguments and errors, trace events, checkpoints)."""
+    gateway = await open_gateway(
+        {
+            "backends": [stdio_backend()],
+            "composite_tools": [TRANSFORMING_WORKFLOW],
+            "gateway": {"record_direct_calls": True},
+        }
+    )
+    result = await gateway.call("transforming", {"pw": PASSWORD, "token": SECRET})
+    assert result.is_error  # the failing steps; every step ran (failureMode: continue)
+    records = await gateway.runs.list_runs(limit=50)
+    assert {r.tool for r in records} == {"transforming", "ts__fail", "ts__echo"}
+    assert len([r for r in records if r.tool == "ts__fail"]) == 5
+    dumped = json.dumps([record.to_dict() for record in records], default=str)
+    for form in secret_forms(PASSWORD) | secret_forms(SECRET):
+        assert form not in dumped, form
+    assert PASSWORD.lower() not in dumped.lower() and SECRET.lower() not in dumped.lower()
+    assert "[redacted]" in dumped and "bad password [redacted] given" in dumped
+
+
+def test_the_sandbox_follows_a_secret_through_filters_methods_and_operators() -> None:
+    from toolweave.secrets import TAINTED, SecretValues
+    from toolweave.templates import render_text
+
+    context = {"pw": PASSWORD, "other": "harmless"}
+    sources = [
+        "{{ pw | upper }}",
+        "{{ pw | reverse | lower }}",
+        "{{ pw[::-1] }}",
+        "{{ pw[3:] }}",
+        "{{ pw.upper() }}",
+        "{{ pw.replace('2', 'Z') }}",
+        "{{ ('x' ~ pw) | upper }}",
+        "{{ '%s!' % pw | title }}",
+        "{{ [pw, 'a'] | join('-') | capitalize }}",
+        "{{ pw | urlencode }}",
+        "{{ pw.split('-') | join('') }}",
+    ]
+    for source in sources:  # each with only the secret itself known at first
+        tainted = SecretValues([PASSWORD])
+        token = TAINTED.set(tainted)
+        try:
+            rendered = render_text(source, context)
+            assert tainted.scrub(rendered).strip("!-a") in ("[redacted]", "x[redacted]"), (source, rendered)
+            assert render_text("{{ other | upper }}", context) == "HARMLESS"
+            assert tainted.scrub("HARMLESS") == "HARMLESS"  # what no secret made is left alone
+        finally:
+            TAINTED.reset(token)

@@ -26,6 +26,7 @@ from toolweave.executor.session import BatchCall, Session
 from toolweave.executor.validation import validated
 from toolweave.results import error_result
 from toolweave.runs import RunRecord
+from toolweave.secrets import TAINTED, follow_secrets
 from toolweave.suggest import closest
 
 logger = logging.getLogger("toolweave.executor")
@@ -153,6 +154,18 @@ class ToolExecutor:
     # -- the stages --------------------------------------------------------------
 
     async def _dispatch(
+        self, entry: Entry, arguments: Any, progress: ProgressFn | None
+    ) -> types.CallToolResult:
+        """The values of the call's secret arguments, and what templates compute from them, are
+        followed for the rest of the call (`secrets.TAINTED`): whatever it records is scrubbed."""
+        following = follow_secrets(entry.secrets, arguments) if isinstance(arguments, Mapping) else None
+        try:
+            return await self._observed(entry, arguments, progress)
+        finally:
+            if following is not None:
+                TAINTED.reset(following)
+
+    async def _observed(
         self, entry: Entry, arguments: Any, progress: ProgressFn | None
     ) -> types.CallToolResult:
         observe = self.registry.observe

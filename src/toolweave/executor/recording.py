@@ -18,7 +18,7 @@ import mcp_types as types
 from toolweave.catalog.catalog import Entry
 from toolweave.results import toolweave_meta
 from toolweave.runs import RunRecord, RunStore, StepRecord, new_run_id
-from toolweave.secrets import DERIVED_SECRETS, redact_arguments
+from toolweave.secrets import DERIVED_SECRETS, TAINTED, redact_arguments
 
 logger = logging.getLogger("toolweave.executor")
 
@@ -97,6 +97,7 @@ def elapsed_ms(since: float) -> float:
 
 
 async def _write(runs: RunStore, record: RunRecord, *, finished: bool) -> None:
+    _scrub(record)
     try:
         if runs.write_behind:
             (runs.finish_run_nowait if finished else runs.start_run_nowait)(record)
@@ -106,6 +107,20 @@ async def _write(runs: RunStore, record: RunRecord, *, finished: bool) -> None:
             await runs.start_run(record)
     except Exception:
         logger.exception("recording a run failed")
+
+
+def _scrub(record: RunRecord) -> None:
+    """Remove the call's secret values, and every form templates made of them, from what is recorded
+    (a backend's error or a step's output may quote them, after any filter): `secrets.TAINTED`."""
+    tainted = TAINTED.get()
+    if tainted is None or not len(tainted):
+        return
+    record.arguments = tainted.scrub_value(record.arguments)
+    if record.error is not None:
+        record.error = tainted.scrub(record.error)
+    record.events = tainted.scrub_value(record.events)
+    if record.state:
+        record.state = tainted.scrub_value(record.state)
 
 
 def _first_text(result: types.CallToolResult) -> str:

@@ -19,6 +19,7 @@ import mcp_types as types
 from toolweave.backends.federated import FederatedBackend
 from toolweave.backends.python import PythonBackend
 from toolweave.catalog.catalog import Entry
+from toolweave.secrets import scrub_secrets
 
 MAX_ERROR_CHARS = 500
 
@@ -66,8 +67,9 @@ def tool_result_event(
 
 
 def _error_text(result: types.CallToolResult) -> str:
+    """The error's first text, cut, scrubbed of the call's secret values (a backend may quote them)."""
     for item in result.content:
         if isinstance(item, types.TextContent):
-            text = item.text
+            text = scrub_secrets(item.text)
             return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
     return "error"

@@ -57,7 +57,7 @@ from toolweave.composite.workflow.steps import (
 )
 from toolweave.results import error_result, json_text, ok_result, text
 from toolweave.runs import StepRecord
-from toolweave.secrets import redact_text, secret_values
+from toolweave.secrets import redact_text, scrub_secrets, secret_values
 from toolweave.templates import TemplateError, copy_json, run_bounded
 
 logger = logging.getLogger(__name__)
@@ -199,7 +199,7 @@ class WorkflowRun:
             logger.exception("workflow %s: step %s crashed", self.plan.name, step.id)
             outcome = failed(f"internal error: {type(error).__name__}: {error}")
         if outcome.error:
-            outcome.error = redact_text(outcome.error, self.secrets)
+            outcome.error = scrub_secrets(redact_text(outcome.error, self.secrets))
         if outcome.status == "failed" and step.action == "continue":
             outcome.output = default_output(step)
             outcome.reason = "continue"
@@ -290,11 +290,16 @@ class WorkflowRun:
         if ctx.runs is not None and ctx.run_id is not None:
             try:
                 if ctx.runs.write_behind and (step is None or self._not_rerun(step) is None):
-                    ctx.runs.checkpoint_nowait(ctx.run_id, record, state={"steps": dict(self.entries)})
+                    ctx.runs.checkpoint_nowait(ctx.run_id, record, state=self._saved())
                 else:
-                    await ctx.runs.checkpoint(ctx.run_id, record, state={"steps": dict(self.entries)})
+                    await ctx.runs.checkpoint(ctx.run_id, record, state=self._saved())
             except Exception:
                 logger.warning("workflow %s: checkpoint failed", self.plan.name, exc_info=True)
+
+    def _saved(self) -> dict[str, Any]:
+        """What a checkpoint keeps: the step entries, scrubbed of every secret value (and form of one)
+        the run has seen, since a step's output may quote one (a resumed run sees `[redacted]`)."""
+        return {"steps": scrub_secrets(dict(self.entries))}
 
     async def _checkpoint_running(self, step: StepPlan) -> None:
         """Say a step is in flight, so a resume after a crash knows it may have taken effect.
@@ -389,7 +394,9 @@ class WorkflowRun:
                 return self._success(self.meta(status))
             except OutputError as error:
                 message = f"Workflow '{self.plan.name}' ran, but its output could not be built: {error}"
-                return error_result(redact_text(message, self.secrets), meta=self.meta("failed"))
+                return error_result(
+                    scrub_secrets(redact_text(message, self.secrets)), meta=self.meta("failed")
+                )
         return self._failure(status)
 
     def _success(self, meta: dict[str, Any]) -> types.CallToolResult:
@@ -445,7 +452,7 @@ class WorkflowRun:
 
     def _failure(self, status: str) -> types.CallToolResult:
         message = self._failure_message(status)
-        result = error_result(redact_text(message, self.secrets), meta=self.meta(status))
+        result = error_result(scrub_secrets(redact_text(message, self.secrets)), meta=self.meta(status))
         if status == "failed" and self.plan.failure_mode == "continue":
             self._append_partial(result)
         return result
