@@ -92,6 +92,30 @@ class Memory:
         self.client = client_info
 
 
+def sdk_oauth(server_url: str, storage: Memory, login: str, issuer: str) -> OAuthClientProvider:
+    """The official SDK's OAuth client, the test playing `login` at the IdP's pages."""
+    visited: list[str] = []
+
+    async def redirect(url: str) -> None:
+        visited.append(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        code, state = await user_login(visited[-1], login)  # the person logs in at the IdP
+        return AuthorizationCodeResult(code=code, state=state, iss=issuer)
+
+    return OAuthClientProvider(
+        server_url=server_url,
+        client_metadata=OAuthClientMetadata(
+            redirect_uris=["http://127.0.0.1:1/callback"],  # type: ignore[list-item]
+            client_name="an MCP client",
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+
+
 async def test_an_mcp_client_logs_its_user_in_from_the_gateways_401(
     sqlite_app: AppFactory, idp: OidcProvider
 ) -> None:
@@ -104,27 +128,8 @@ async def test_an_mcp_client_logs_its_user_in_from_the_gateways_401(
     app = api.app
     await api.runtime.close()
     storage = Memory()
-    visited: list[str] = []
-
-    async def redirect(url: str) -> None:
-        visited.append(url)
-
-    async def callback() -> AuthorizationCodeResult:
-        code, state = await user_login(visited[-1], "alice@acme")  # the person logs in at the IdP
-        return AuthorizationCodeResult(code=code, state=state, iss=idp.issuer)
-
     async with serve_asgi(app, port=port) as base:
-        oauth = OAuthClientProvider(
-            server_url=f"{base}/mcp",
-            client_metadata=OAuthClientMetadata(
-                redirect_uris=["http://127.0.0.1:1/callback"],  # type: ignore[list-item]
-                client_name="an MCP client",
-                token_endpoint_auth_method="none",
-            ),
-            storage=storage,
-            redirect_handler=redirect,
-            callback_handler=callback,
-        )
+        oauth = sdk_oauth(f"{base}/mcp", storage, "alice@acme", idp.issuer)
         http = create_mcp_http_client(auth=oauth)
         async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
             listed = names((await client.list_tools()).tools)
@@ -140,7 +145,6 @@ async def test_an_mcp_client_logs_its_user_in_from_the_gateways_401(
             runs = (await rest.get(f"{API}/runs")).json()["runs"]
             assert [(run["tool"], run["subject"]) for run in runs] == [("greeter", "alice@acme")]
             assert {event["subject"] for event in runs[0]["events"]} == {"alice@acme"}
-    assert visited and visited[0].startswith(f"{idp.issuer}/auth?")
 
 
 async def test_tenants_and_scopes_hold_for_idp_tokens(sqlite_app: AppFactory, idp: OidcProvider) -> None:
@@ -174,6 +178,16 @@ async def test_tenants_and_scopes_hold_for_idp_tokens(sqlite_app: AppFactory, id
     app = api.app
     await api.runtime.close()
     async with serve_asgi(app, port=port) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:  # the events stream
+            async with http.stream(
+                "GET", f"{API}/events", headers={"Authorization": f"Bearer {reader}"}
+            ) as events:
+                assert events.status_code == 200
+                assert events.headers["content-type"].startswith("text/event-stream")
+            async with http.stream(
+                "GET", f"{API}/events", headers={"Authorization": "Bearer a.b.c"}
+            ) as events:
+                assert events.status_code == 401
         for mode in ("legacy", "auto"):  # both protocol revisions
             http = create_mcp_http_client(headers={"Authorization": f"Bearer {acme}"})
             async with Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode) as client:
@@ -339,3 +353,89 @@ async def test_the_web_ui_logs_a_person_in_through_the_idp(sqlite_app: AppFactor
         assert "globex · tools:admin, tools:call, tools:read" in home.text
     async with api.client() as stranger:
         assert (await stranger.get("/runs")).status_code == 303  # no session: the login page
+
+
+async def test_an_mcp_client_logs_in_to_a_virtual_server_as_to_mcp(
+    sqlite_app: AppFactory, idp: OidcProvider
+) -> None:
+    port = free_port()
+    config = {
+        "backends": [python_backend()],
+        "gateway": {"public_url": f"http://127.0.0.1:{port}"},
+        "auth": {"issuers": [{"issuer": idp.issuer}]},
+        "servers": [{"name": "greetings", "tools": ["py__greet"], "access": {"tenants": ["acme"]}}],
+    }
+    api = await sqlite_app(config, require_auth=True)
+    app = api.app
+    await api.runtime.close()
+    async with serve_asgi(app, port=port) as base:
+        url = f"{base}/servers/greetings/mcp"
+        async with httpx.AsyncClient() as raw:
+            refused = await raw.post(url, json=LIST)
+            metadata = (
+                await raw.get(f"{base}/.well-known/oauth-protected-resource/servers/greetings/mcp")
+            ).json()
+        assert refused.status_code == 401
+        assert (
+            "/.well-known/oauth-protected-resource/servers/greetings/mcp"
+            in refused.headers["www-authenticate"]
+        )
+        assert metadata["resource"] == url
+        storage = Memory()
+        http = create_mcp_http_client(auth=sdk_oauth(url, storage, "carol@acme", idp.issuer))
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            assert names((await client.list_tools()).tools) == ["py__greet"]
+        assert storage.tokens is not None  # a token for the virtual server's resource, accepted here
+        token = storage.tokens.access_token
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as rest:
+            assert (await rest.get(f"{base}/api/v1/backends")).status_code == 200
+
+
+async def test_an_opaque_token_is_introspected_once_while_it_lives(
+    sqlite_app: AppFactory, idp: OidcProvider
+) -> None:
+    from support.oidc import SECRET
+    from toolweave.identity import Issuer
+
+    port = free_port()
+    issuer = {
+        "issuer": idp.issuer,
+        "introspection_endpoint": f"{idp.issuer}/token/introspection",
+        "client_id": "acme-bot",
+        "client_secret": SECRET,
+    }
+    config = {
+        "backends": [python_backend()],
+        "gateway": {"public_url": f"http://127.0.0.1:{port}"},
+        "auth": {"issuers": [issuer]},
+    }
+    api = await sqlite_app(config, require_auth=True)
+    async with httpx.AsyncClient() as http:  # no resource: the provider issues an opaque token
+        answer = await http.post(
+            f"{idp.issuer}/token",
+            auth=("acme-bot", SECRET),
+            data={"grant_type": "client_credentials", "scope": "tools:read tools:call"},
+        )
+    opaque = answer.json()["access_token"]
+    assert opaque.count(".") == 0
+    asked = 0
+    original = Issuer.introspect
+
+    async def counting(self: Issuer, token: str) -> dict[str, Any]:
+        nonlocal asked
+        asked += 1
+        return await original(self, token)
+
+    Issuer.introspect = counting  # type: ignore[method-assign]
+    try:
+        async with api.client(opaque) as client:
+            for _ in range(3):
+                assert (await client.get(f"{API}/backends")).status_code == 200
+            ran = await client.post(f"{API}/tools/py__greet/call", json={"name": "x"})
+            assert ran.status_code == 200, ran.text
+        async with api.client("not-a-token-anyone-issued") as client:
+            refused = await client.get(f"{API}/backends")
+    finally:
+        Issuer.introspect = original  # type: ignore[method-assign]
+    assert asked == 2  # the live token once, the unknown one once
+    assert refused.status_code == 401 and "not active" in refused.json()["error"]["message"]

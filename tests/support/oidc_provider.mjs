@@ -8,7 +8,7 @@
 import Provider from 'oidc-provider';
 
 const { PORT, ISSUER, JWKS, CLIENTS = '[]', TTL = '300' } = process.env;
-const RESOURCES = new RegExp(process.env.RESOURCES || '^http://127\\.0\\.0\\.1:[0-9]+/mcp$');
+const RESOURCES = new RegExp(process.env.RESOURCES || '^http://127\\.0\\.0\\.1:[0-9]+(/servers/[a-z0-9_-]+)?/mcp$');
 const clients = JSON.parse(CLIENTS);
 const tenants = Object.fromEntries(clients.map((c) => [c.client_id, c.tenant]));
 const SCOPES = 'tools:read tools:call tools:admin tools:federate';

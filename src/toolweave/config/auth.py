@@ -3,6 +3,7 @@ tokens the gateway accepts beside its API keys (docs/auth.md)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -24,6 +25,8 @@ ASYMMETRIC_ALGORITHMS = (
 )
 """Signature algorithms an access token may use: public-key ones only (never `none`, never an HMAC
 that a public key could be fed to as the secret)."""
+_SERVER = re.compile(r"^servers:[a-z0-9][a-z0-9_-]{0,63}$")
+"""A virtual server's scope (the store checks keys' scopes with the same pattern)."""
 
 
 def _http_url(value: str, what: str) -> str:
@@ -89,11 +92,19 @@ class IssuerConfig(StrictModel):
     @field_validator("scope_map")
     @classmethod
     def _known_scopes(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        unknown = sorted({s for granted in value.values() for s in granted if s not in TOOLWEAVE_SCOPES})
+        unknown = sorted(
+            {
+                s
+                for granted in value.values()
+                for s in granted
+                if s not in TOOLWEAVE_SCOPES and not _SERVER.match(s)
+            }
+        )
         if unknown:
             raise ValueError(
                 f"scope_map grants unknown scope(s) {', '.join(unknown)}; toolweave's scopes are "
                 + ", ".join(TOOLWEAVE_SCOPES)
+                + " and servers:<name> (a virtual server's access.scopes)"
             )
         return value
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from toolweave.config.auth import TOOLWEAVE_SCOPES, IssuerConfig
 from toolweave.store import check_tenant
+from toolweave.store.keys import SERVER_SCOPE_RE
 
 
 class TokenRejected(Exception):
@@ -37,9 +38,9 @@ class Identity:
 
 
 def identity_from(claims: Mapping[str, Any], issuer: IssuerConfig, expires_at: float) -> Identity:
-    subject = claims.get("sub")
+    subject = claims.get("sub") or claims.get("client_id")  # a machine's token may name only its client
     if not isinstance(subject, str) or not subject:
-        raise TokenRejected("the token has no 'sub' claim")
+        raise TokenRejected("the token has no 'sub' (or 'client_id') claim")
     return Identity(
         tenant=tenant_from(claims, issuer),
         subject=subject[:256],
@@ -74,8 +75,8 @@ def scopes_from(claims: Mapping[str, Any], issuer: IssuerConfig) -> frozenset[st
     granted: set[str] = set()
     for claim in issuer.scopes_claim:
         for name in _names(claims.get(claim)):
-            if name in TOOLWEAVE_SCOPES:
-                granted.add(name)
+            if name in TOOLWEAVE_SCOPES or SERVER_SCOPE_RE.match(name):
+                granted.add(name)  # toolweave's own names, and `servers:<name>` (a virtual server's access)
             granted.update(issuer.scope_map.get(name, ()))
     return frozenset(granted)
 

@@ -32,24 +32,40 @@ def public_url_for(configured: str, host: str, port: int) -> str:
     return f"http://{f'[{shown}]' if ':' in shown else shown}:{port}"
 
 
+MCP_PATH = "/mcp"
+VIRTUAL_PATH = re.compile(r"^/servers/[a-z0-9][a-z0-9_-]{0,63}/mcp$")
+"""A virtual server's MCP endpoint (`/servers/{name}/mcp`): a resource of this gateway too."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProtectedResource:
+    """The gateway's MCP endpoints as OAuth resources: `/mcp` and each `/servers/{name}/mcp`, each
+    with its own metadata document (RFC 9728 §3.1 puts it under the resource's own path, and
+    clients check that the `resource` it names is the URL they connect to)."""
+
     public_url: str
     issuers: tuple[str, ...]
 
     @property
     def resource(self) -> str:
-        return f"{self.public_url}/mcp"
+        return f"{self.public_url}{MCP_PATH}"
+
+    def resource_at(self, path: str) -> str:
+        """The resource of the MCP endpoint at `path` (`/mcp` for anything else)."""
+        return f"{self.public_url}{path if VIRTUAL_PATH.match(path) else MCP_PATH}"
+
+    def metadata_url_at(self, path: str = MCP_PATH) -> str:
+        """RFC 9728 §3.1: the well-known path inserted between the host and the resource's path."""
+        parts = urlsplit(self.resource_at(path))
+        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path}"
 
     @property
     def metadata_url(self) -> str:
-        """RFC 9728 §3.1: the well-known path inserted between the host and the resource's path."""
-        parts = urlsplit(self.resource)
-        return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path}"
+        return self.metadata_url_at(MCP_PATH)
 
-    def metadata(self) -> bytes:
+    def metadata(self, path: str = MCP_PATH) -> bytes:
         document = ProtectedResourceMetadata(
-            resource=self.resource,  # type: ignore[arg-type]
+            resource=self.resource_at(path),  # type: ignore[arg-type]
             authorization_servers=list(self.issuers),  # type: ignore[arg-type]
             scopes_supported=list(TOOLWEAVE_SCOPES),
             bearer_methods_supported=["header"],
@@ -57,16 +73,16 @@ class ProtectedResource:
         )
         return orjson.dumps(document.model_dump(mode="json", exclude_none=True))
 
-    def unauthorized(self, description: str | None) -> str:
+    def unauthorized(self, description: str | None, path: str = MCP_PATH) -> str:
         """The 401 challenge; `description` None when no credential was sent (RFC 6750 §3.1: no error)."""
-        parts = [f'resource_metadata="{self.metadata_url}"', f'scope="{" ".join(LOGIN_SCOPES)}"']
+        parts = [f'resource_metadata="{self.metadata_url_at(path)}"', f'scope="{" ".join(LOGIN_SCOPES)}"']
         if description is not None:
             parts += ['error="invalid_token"', f'error_description="{quotable(description)}"']
         return "Bearer " + ", ".join(parts)
 
-    def insufficient_scope(self, scope: str, description: str) -> str:
+    def insufficient_scope(self, scope: str, description: str, path: str = MCP_PATH) -> str:
         return (
-            f'Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{self.metadata_url}", '
+            f'Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{self.metadata_url_at(path)}", '
             f'error_description="{quotable(description)}"'
         )
 

@@ -33,6 +33,7 @@ from toolweave.config.auth import IssuerConfig
 from toolweave.identity.claims import Identity, TokenRejected, identity_from
 from toolweave.identity.fetch import IssuerUnavailable
 from toolweave.identity.issuer import Issuer, has_kid
+from toolweave.identity.resource import VIRTUAL_PATH
 
 MAX_TOKEN_BYTES = 16 * 1024
 """A bearer token longer than this is refused unread."""
@@ -51,7 +52,8 @@ class TokenVerifier:
         self, issuers: list[IssuerConfig], public_url: str, client: httpx.AsyncClient | None = None
     ) -> None:
         self._client = client or httpx.AsyncClient(follow_redirects=False)
-        self.resource = f"{public_url.rstrip('/')}/mcp"
+        self.public_url = public_url.rstrip("/")
+        self.resource = f"{self.public_url}/mcp"
         self.issuers = {
             config.issuer: Issuer(config, config.audience or self.resource, self._client)
             for config in issuers
@@ -154,11 +156,13 @@ def _check_claims(claims: Mapping[str, Any], issuer: Issuer) -> None:
     registry = jwt.JWTClaimsRegistry(
         leeway=int(issuer.config.leeway),
         iss={"essential": True, "value": issuer.config.issuer},
-        aud={"essential": True, "value": issuer.audience},
+        aud={"essential": True},
         exp={"essential": True},
     )
     try:
         registry.validate(dict(claims))
+        if not _for_this_gateway(claims.get("aud"), issuer):
+            raise InvalidClaimError("aud")
     except ExpiredTokenError:
         raise TokenRejected("the token has expired") from None
     except MissingClaimError as error:
@@ -173,13 +177,27 @@ def _check_claims(claims: Mapping[str, Any], issuer: Issuer) -> None:
         raise TokenRejected(f"the token's {error.claim!r} claim is invalid ({error.description})") from None
 
 
+def _for_this_gateway(aud: Any, issuer: Issuer) -> bool:
+    """Whether `aud` names this gateway: the issuer's audience or, when that is the default (the
+    gateway's `/mcp`), one of the gateway's virtual servers (`/servers/{name}/mcp`) as well."""
+    audiences = aud if isinstance(aud, list) else [aud]
+    if issuer.audience in audiences:
+        return True
+    if issuer.config.audience:
+        return False
+    base = issuer.audience.removesuffix("/mcp")
+    return any(
+        isinstance(value, str) and value.startswith(base) and VIRTUAL_PATH.match(value[len(base) :])
+        for value in audiences
+    )
+
+
 def _introspected(answer: Mapping[str, Any], issuer: Issuer) -> Identity:
     iss = answer.get("iss")
     if iss is not None and iss != issuer.config.issuer:
         raise TokenRejected(f"the introspected token's issuer {_shown(iss)} is not {issuer.config.issuer}")
     aud = answer.get("aud")
-    audiences = aud if isinstance(aud, list) else [aud] if aud is not None else []
-    if audiences and issuer.audience not in audiences:
+    if aud is not None and not _for_this_gateway(aud, issuer):
         raise TokenRejected(f"the token is for audience {_shown(aud)}, not this gateway ({issuer.audience})")
     ceiling = time.time() + INTROSPECTION_CACHE_SECONDS
     exp = answer.get("exp")

@@ -198,7 +198,7 @@ class AuthMiddleware:
     async def refuse(self, scope: Scope, send: Send, message: str, description: str | None) -> None:
         """401 with the challenge: a JSON-RPC error on `/mcp`, the REST error shape elsewhere."""
         if self._resource is not None:
-            challenge = self._resource.unauthorized(description)
+            challenge = self._resource.unauthorized(description, scope.get("path", ""))
         else:
             challenge = 'Bearer realm="toolweave"'
             if description is not None:
@@ -220,7 +220,7 @@ class AuthMiddleware:
             method, wanted = needed
             message = f"this access token lacks the {wanted} scope, which {method} needs"
             challenge = (
-                self._resource.insufficient_scope(wanted, message)
+                self._resource.insufficient_scope(wanted, message, scope.get("path", ""))
                 if self._resource is not None
                 else f'Bearer error="insufficient_scope", scope="{wanted}"'
             )

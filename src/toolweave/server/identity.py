@@ -40,14 +40,15 @@ def identity_parts(config: Config, host: str, public_url: str | None) -> Identit
     document = resource.metadata()
 
     async def metadata(request: Request) -> Response:
+        name = request.path_params.get("name")
+        body = document if name is None else resource.metadata(f"/servers/{name}/mcp")
         headers = {"cache-control": "public, max-age=3600", "access-control-allow-origin": "*"}
         if request.method == "OPTIONS":
             headers["access-control-allow-methods"] = "GET, OPTIONS"
             headers["access-control-allow-headers"] = "mcp-protocol-version"
             return Response(status_code=204, headers=headers)
-        return Response(document, media_type="application/json", headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
 
-    routes = [
-        Route(path, metadata, methods=["GET", "OPTIONS"]) for path in (f"{METADATA_PATH}/mcp", METADATA_PATH)
-    ]
+    paths = (f"{METADATA_PATH}/mcp", METADATA_PATH, f"{METADATA_PATH}/servers/{{name}}/mcp")
+    routes = [Route(path, metadata, methods=["GET", "OPTIONS"]) for path in paths]
     return IdentityParts(resource, TokenVerifier(list(issuers), base), routes)

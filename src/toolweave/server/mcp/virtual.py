@@ -177,7 +177,7 @@ async def _refuse(scope: Any, send: Any, status: int, message: str, wanted: str)
         return
     resource = scope.get(RESOURCE_SCOPE_KEY)
     if resource is not None:
-        challenge = resource.insufficient_scope(wanted, message)
+        challenge = resource.insufficient_scope(wanted, message, scope.get("path", ""))
     else:
         challenge = f'Bearer realm="toolweave", error="insufficient_scope", scope="{wanted}", ' + (
             f'error_description="{quotable(message)}"'
