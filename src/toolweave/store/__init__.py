@@ -25,6 +25,7 @@ from toolweave.store.crypto import (
 from toolweave.store.database import Database, alembic_config
 from toolweave.store.errors import Conflict, Forbidden, NotFound, SecretKeyError, StoreError, TooSoon
 from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository
+from toolweave.store.oauth_tokens import GrantSummary, OAuthTokenRepository
 from toolweave.store.runs import SqlRunStore
 from toolweave.store.tenants import TenantInfo, TenantRepository
 from toolweave.store.tool_vectors import SqlVectorStore
@@ -43,8 +44,10 @@ __all__ = [
     "ConnectionSummary",
     "Database",
     "Forbidden",
+    "GrantSummary",
     "KeyRepository",
     "NotFound",
+    "OAuthTokenRepository",
     "SecretBox",
     "SecretDict",
     "SecretKeyError",

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -150,6 +151,31 @@ Index(
     "uq_connections_scope_backend",
     func.coalesce(connections.c.tenant, ""),
     connections.c.backend,
+    unique=True,
+)
+
+oauth_tokens = Table(
+    "oauth_tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    _tenant_fk(nullable=True),
+    Column("subject", String(255), nullable=False),
+    Column("backend", String(64), nullable=False),
+    Column("secret", LargeBinary, nullable=False),
+    Column("authorized", Boolean, nullable=False),
+    Column("scope", Text, nullable=True),
+    Column("expires_at", UTCDateTime(), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+"""OAuth grants to backends per (tenant, user, backend): tokens and client registration encrypted in
+`secret`; whether it holds tokens yet (a registration alone does not), the granted scope and the expiry
+in clear, for status pages (none is a credential)."""
+Index(
+    "uq_oauth_tokens_owner",
+    func.coalesce(oauth_tokens.c.tenant, ""),
+    oauth_tokens.c.subject,
+    oauth_tokens.c.backend,
     unique=True,
 )
 
