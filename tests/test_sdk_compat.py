@@ -139,3 +139,105 @@ async def test_end_session_forgets_and_terminates_a_managers_session() -> None:
         assert await sdk_compat.end_session(manager, transport.mcp_session_id)
         assert transport.is_terminated and transport.mcp_session_id not in manager._server_instances
         assert not await sdk_compat.end_session(manager, transport.mcp_session_id)
+
+
+# -- OAuth client ([backends.oauth]) ------------------------------------------------------
+
+
+class _Storage:
+    def __init__(self, tokens: Any = None, client: Any = None) -> None:
+        self.tokens, self.client = tokens, client
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client
+
+    async def set_client_info(self, client: Any) -> None:
+        self.client = client
+
+
+def _client_metadata() -> Any:
+    from mcp.shared.auth import OAuthClientMetadata
+
+    return OAuthClientMetadata(redirect_uris=["http://127.0.0.1:1/callback"])  # type: ignore[list-item]
+
+
+async def test_refreshing_keeps_the_expiry_of_stored_tokens() -> None:
+    """The SDK's private `_initialize` loads tokens without an expiry; ours sets it from `expires_in`."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+    client = OAuthClientInformationFull(client_id="c", redirect_uris=["http://127.0.0.1:1/callback"])  # type: ignore[list-item]
+    stored = OAuthToken(access_token="old", refresh_token="r", expires_in=0)
+    plain = OAuthClientProvider("http://x/mcp", _client_metadata(), _Storage(stored, client))
+    await plain._initialize()
+    assert plain.context.is_token_valid(), "the SDK now keeps stored expiry: sdk_compat.refreshing can go"
+    ours = sdk_compat.refreshing(OAuthClientProvider)(
+        "http://x/mcp", _client_metadata(), _Storage(stored, client)
+    )
+    await ours._initialize()
+    assert not ours.context.is_token_valid() and ours.context.can_refresh_token()
+
+
+async def test_scoped_provider_asks_for_the_configured_scopes_and_adds_a_step_up() -> None:
+    from urllib.parse import parse_qs, urlsplit
+
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthMetadata, OAuthToken
+
+    asked: list[str] = []
+    revocation: list[str] = []
+
+    async def redirect(url: str) -> None:
+        asked.append(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        state = parse_qs(urlsplit(asked[-1]).query)["state"][0]
+        return AuthorizationCodeResult(code="code", state=state)
+
+    provider = sdk_compat.ScopedOAuthProvider(
+        "http://x/mcp",
+        _client_metadata(),
+        _Storage(),
+        redirect,
+        callback,
+        client_metadata_url=None,
+        configured_scope="repo",
+        on_metadata=revocation.append,
+    )
+    provider.context.client_info = OAuthClientInformationFull(
+        client_id="c",
+        redirect_uris=["http://127.0.0.1:1/callback"],  # type: ignore[list-item]
+    )
+    provider.context.oauth_metadata = OAuthMetadata.model_validate(
+        {
+            "issuer": "http://as",
+            "authorization_endpoint": "http://as/authorize",
+            "token_endpoint": "http://as/token",
+            "revocation_endpoint": "http://as/revoke",
+        }
+    )
+    provider.context.client_metadata.scope = "everything the server lists"
+    request = await provider._perform_authorization()
+    assert request.url.path == "/token"
+    assert parse_qs(urlsplit(asked[-1]).query)["scope"] == ["repo"]
+    assert revocation == ["http://as/revoke"]
+    provider.context.current_tokens = OAuthToken(access_token="a", scope="repo")
+    provider.context.client_metadata.scope = "repo admin:org"  # what the SDK chose on a step-up
+    await provider._perform_authorization()
+    assert parse_qs(urlsplit(asked[-1]).query)["scope"] == ["repo admin:org"]
+
+
+async def test_create_http_client_takes_an_auth_flow() -> None:
+    import httpx2
+
+    class Marker(httpx2.Auth):
+        pass
+
+    marker = Marker()
+    async with sdk_compat.create_http_client(None, auth=marker) as http:
+        assert http.auth is marker

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
@@ -42,6 +42,9 @@ from toolweave.executor.in_flight import CallInFlight
 from toolweave.runs import MemoryRunStore, RunStore
 from toolweave.servers import VirtualServers
 
+if TYPE_CHECKING:
+    from toolweave.credentials.backends import OAuthBackends
+
 logger = logging.getLogger("toolweave.gateway")
 
 REBUILD_SPACING = 4.0
@@ -62,13 +65,23 @@ class Gateway:
         call_observer: CallObserver | None = None,
         vector_store: VectorStore | None = None,
         errlog: Any = None,
+        credentials: OAuthBackends | None = None,
     ) -> None:
         """`runs`: where run records go (in memory by default); `backend_resolver`: picks the backend
         connection for a caller (a tenant's own credentials); `call_observer`: told of every
         finished call (metrics), in one place; `vector_store`: where search mode's tool vectors
         persist (`[search.embeddings]`; in memory by default); `errlog`: a stream stdio backends
-        write their stderr to raw (default: each line becomes a log record of `toolweave.stderr.<backend>`)."""
+        write their stderr to raw (default: each line becomes a log record of `toolweave.stderr.<backend>`);
+        `credentials`: the OAuth grants of `[backends.oauth]` backends (default: in memory, this process's)."""
         self.config = config
+        if credentials is None and any(b.oauth is not None for b in config.backends):
+            from toolweave.credentials.backends import OAuthBackends  # the SDK's OAuth client, when used
+            from toolweave.credentials.oauth import MemoryGrants
+
+            credentials = OAuthBackends(MemoryGrants())
+        self.credentials = credentials
+        if credentials is not None:
+            backend_resolver = _with_grants(credentials, backend_resolver)
         self.policy = Policy(config.policy)
         self.backends: dict[str, Backend] = {}
         self._errlog = errlog
@@ -136,7 +149,11 @@ class Gateway:
             options = (
                 {"errlog": self._errlog} if self._errlog is not None and not backend_config.python else {}
             )
+            if backend_config.oauth is not None and self.credentials is not None:
+                options = {**options, "token_auth": await self.credentials.listing_auth(backend_config)}
             backend = create_backend(backend_config, **options)
+            if self.credentials is not None and backend_config.oauth is not None:
+                self.credentials.adopt(backend)
             backend.on_change(lambda _b: self.schedule_rebuild())
             self.backends[backend.name] = backend
         await asyncio.gather(*(backend.start() for backend in self.backends.values()))
@@ -189,6 +206,8 @@ class Gateway:
     async def stop(self) -> None:
         await self.federation.close(GOING_AWAY, "the gateway is shutting down")
         await asyncio.gather(*(backend.stop() for backend in self.backends.values()), return_exceptions=True)
+        if self.credentials is not None:
+            await self.credentials.close()
         if self.registry.semantic is not None:
             await self.registry.semantic.close()
         self._started = False
@@ -364,3 +383,15 @@ class Gateway:
     @property
     def base_dir(self) -> Path:
         return Path(self.config.source).parent if self.config.source else Path.cwd()
+
+
+def _with_grants(credentials: OAuthBackends, other: BackendResolver | None) -> BackendResolver:
+    """The backend resolver: an OAuth backend's connection for the caller's grant, else `other`'s
+    (a tenant's connection headers)."""
+
+    async def resolve(backend: Backend, session: Session) -> Backend:
+        if backend.config.oauth is not None:
+            return await credentials(backend, session)
+        return await other(backend, session) if other is not None else backend
+
+    return resolve

@@ -10,10 +10,13 @@ bounds `mcp` to the minor versions those tests passed on.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as types
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.utils import union_scopes
 from mcp.client.session import DEFAULT_CLIENT_INFO
 from mcp.shared._httpx_utils import create_mcp_http_client as _create_mcp_http_client
 from mcp_types import methods as _methods
@@ -95,6 +98,71 @@ async def drive_input_required(
     return await client._drive_input_required(first, retry)
 
 
-def create_http_client(headers: dict[str, str] | None) -> Any:
-    """The SDK's httpx client factory (private module `mcp.shared._httpx_utils`), with its timeouts."""
-    return _create_mcp_http_client(headers=headers)
+def create_http_client(headers: dict[str, str] | None, auth: Any = None) -> Any:
+    """The SDK's httpx client factory (private module `mcp.shared._httpx_utils`), with its timeouts;
+    `auth`: an OAuth backend's `httpx2.Auth` flow."""
+    return _create_mcp_http_client(headers=headers, auth=auth)
+
+
+# -- OAuth client (backends with [backends.oauth]) ------------------------------------------
+
+_P = TypeVar("_P", bound=OAuthClientProvider)
+
+
+@functools.cache
+def refreshing(provider: type[_P]) -> type[_P]:
+    """`provider` whose tokens loaded from storage keep their expiry (private `_initialize`): the SDK
+    loads them with no expiry, so an old token is sent, meets a 401 and starts a whole new
+    authorization, where a refresh would have done. Storage gives `expires_in` counted from now."""
+
+    class Refreshing(provider):  # type: ignore[valid-type,misc]
+        async def _initialize(self) -> None:
+            await super()._initialize()
+            tokens = self.context.current_tokens
+            if tokens is not None and tokens.expires_in is not None:
+                self.context.update_token_expiry(tokens)
+
+    Refreshing.__name__ = Refreshing.__qualname__ = f"Refreshing{provider.__name__}"
+    return Refreshing
+
+
+class ScopedOAuthProvider(refreshing(OAuthClientProvider)):  # type: ignore[misc]
+    """The authorization-code flow with the config's `scopes` (private `_perform_authorization`, whose
+    scope the SDK takes only from the server): the configured scopes on a first authorization, with
+    what a step-up asks for added to them; and the server's revocation endpoint told to `on_metadata`."""
+
+    def __init__(
+        self,
+        server_url: str,
+        client_metadata: Any,
+        storage: Any,
+        redirect_handler: Callable[[str], Awaitable[None]],
+        callback_handler: Callable[[], Awaitable[Any]],
+        *,
+        client_metadata_url: str | None,
+        configured_scope: str | None,
+        on_metadata: Callable[[str], None],
+    ) -> None:
+        super().__init__(
+            server_url,
+            client_metadata,
+            storage,
+            redirect_handler,
+            callback_handler,
+            client_metadata_url=client_metadata_url,
+        )
+        self._configured_scope = configured_scope
+        self._on_metadata = on_metadata
+
+    async def _perform_authorization(self) -> Any:
+        context = self.context
+        if self._configured_scope:
+            first = context.current_tokens is None
+            chosen = context.client_metadata.scope
+            context.client_metadata.scope = (
+                self._configured_scope if first else union_scopes(self._configured_scope, chosen)
+            )
+        metadata = context.oauth_metadata
+        if metadata is not None and metadata.revocation_endpoint is not None:
+            self._on_metadata(str(metadata.revocation_endpoint))
+        return await super()._perform_authorization()

@@ -18,7 +18,40 @@ import mcp_types as types
 
 from toolweave.config.models import BackendConfig
 
-BackendStatus = Literal["starting", "connected", "reconnecting", "failed", "stopped", "disabled"]
+BackendStatus = Literal[
+    "starting", "connected", "reconnecting", "failed", "stopped", "disabled", "unauthorized"
+]
+"""`unauthorized`: an OAuth backend (`[backends.oauth]`) waits for a person to authorize it; no retry loop."""
+
+
+class TokenAuth:
+    """What an OAuth backend connection presents (built by `toolweave.credentials`, never by a backend).
+
+    `auth`: the SDK's `httpx2.Auth` flow (discovery, registration, tokens, refresh, step-up) on the
+    SDK client's requests; `bearer()`: the current `Authorization` value for the lean call path, which
+    hands a 401/403 over to the SDK client; `required`: set when the flow needs a person (the URL to
+    visit, or why not), so the connection waits as `unauthorized` instead of retrying.
+    """
+
+    __slots__ = ("auth", "bearer", "required")
+
+    def __init__(self, auth: Any, bearer: Callable[[], str | None]) -> None:
+        self.auth = auth
+        self.bearer = bearer
+        self.required: str | None = None
+
+    def __repr__(self) -> str:
+        return "TokenAuth(***)"
+
+
+class AuthorizationRequired(Exception):
+    """An OAuth backend needs a person to authorize (again); `url` is where, when there is one."""
+
+    def __init__(self, message: str, url: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+
+
 ChangeListener = Callable[["Backend"], None]
 
 logger = logging.getLogger("toolweave.backends")

@@ -97,6 +97,10 @@ class Redirected(Exception):
     """The backend answered 3xx: nothing ran; the SDK client (which follows same-origin redirects) takes over."""
 
 
+class Unauthorized(Exception):
+    """The backend answered 401 or 403 (nothing ran): the SDK client's OAuth flow refreshes or steps up."""
+
+
 class _Stale(Exception):
     """A reused connection failed before any byte of the answer: safe to send again."""
 
@@ -140,7 +144,10 @@ class HttpToolCaller:
         session_id: str | None = None,
         header_maps: Mapping[str, HeaderMap] | None = None,
         on_notification: NotificationHook | None = None,
+        authorization: Callable[[], str | None] | None = None,
     ) -> None:
+        """`authorization`: the current `Authorization` header value of an OAuth backend, asked per call
+        (tokens are refreshed by the SDK client's flow, so they change under a running caller)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -169,6 +176,7 @@ class HttpToolCaller:
         self._envelope = dict(envelope) if envelope is not None else None
         self.header_maps: Mapping[str, HeaderMap] = header_maps or {}
         self._on_notification = on_notification
+        self._authorization = authorization
         self._ids = itertools.count(FIRST_REQUEST_ID)
         self._idle: list[_Connection] = []
         self._busy: set[_Connection] = set()
@@ -224,6 +232,10 @@ class HttpToolCaller:
             params["_meta"] = meta
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
         extra = f"mcp-name: {encode_header_value(name)}\r\n"
+        if self._authorization is not None:
+            value = self._authorization()
+            if value:
+                extra += f"authorization: {value}\r\n"
         header_map = self.header_maps.get(name) if self.modern else None
         if header_map:
             for header, value in mcp_param_headers(header_map, arguments).items():
@@ -301,6 +313,9 @@ class HttpToolCaller:
         if status == 202:
             await _read_body(reader, headers)
             raise RpcError(INVALID_REQUEST, "server answered a request with 202 Accepted")
+        if status in (401, 403) and self._authorization is not None:
+            await _read_body(reader, headers)
+            raise Unauthorized(f"HTTP {status}")
         if status >= 400:
             body = await _read_body(reader, headers)
             raise _http_error(status, content_type, body, modern=self.modern)

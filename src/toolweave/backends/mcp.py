@@ -42,9 +42,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from toolweave import sdk_compat
 from toolweave.backends import relay
-from toolweave.backends.base import Backend, logger, unavailable_result
+from toolweave.backends.base import Backend, TokenAuth, logger, unavailable_result
 from toolweave.backends.environment import child_env
-from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, proxied
+from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, Unauthorized, proxied
 from toolweave.backends.stderr import StderrRelay, backend_secrets
 from toolweave.results import error_result
 
@@ -67,8 +67,11 @@ class MCPBackend(Backend):
 
     asks_clients = True
 
-    def __init__(self, config, *, errlog: Any = None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config, *, errlog: Any = None, token_auth: TokenAuth | None = None) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config)
+        self.token_auth = token_auth
+        """`[backends.oauth]`: the token flow of this connection (its user's or the shared grant's)."""
+        self._authorized = asyncio.Event()
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()
@@ -132,6 +135,9 @@ class MCPBackend(Backend):
     async def _supervise(self) -> None:
         backoff = INITIAL_BACKOFF
         while not self._stopping:
+            if self._needs_person():  # nobody has authorized this OAuth backend yet: nothing to try
+                await self._wait_for_authorization()
+                continue
             try:
                 await self._connect_and_serve()
                 backoff = INITIAL_BACKOFF
@@ -139,6 +145,10 @@ class MCPBackend(Backend):
                 task = asyncio.current_task()
                 if self._stopping or (task is not None and task.cancelling()):
                     raise
+                if self._needs_person():
+                    await self._wait_for_authorization()
+                    backoff = INITIAL_BACKOFF
+                    continue
                 # Not our cancellation: the transport's task group (an anyio cancel scope hosted by this
                 # task) failed, e.g. an HTTP server went away. That is a lost connection: reconnect.
                 message = _describe_error(
@@ -148,6 +158,10 @@ class MCPBackend(Backend):
                 self._set_status("failed" if not self._ready.is_set() else "reconnecting", message)
                 logger.warning("backend %s: %s (retrying in %.1fs)", self.name, message, backoff)
             except BaseException as error:  # noqa: BLE001 - any failure of a backend is a status, not a crash
+                if self._needs_person():
+                    await self._wait_for_authorization()
+                    backoff = INITIAL_BACKOFF
+                    continue
                 message = await self._with_stderr(_describe_error(error, self._http_error))
                 first = not self._ready.is_set()
                 self._set_status("failed" if first else "reconnecting", message)
@@ -169,6 +183,28 @@ class MCPBackend(Backend):
             return message
         lines = await relay.tail(STDERR_WAIT)
         return f"{message}; its stderr ended with: {' | '.join(lines)}" if lines else message
+
+    def _needs_person(self) -> bool:
+        return self.token_auth is not None and self.token_auth.required is not None
+
+    async def _wait_for_authorization(self) -> None:
+        """An OAuth backend nobody has authorized (or whose grant was revoked): no retry loop, which
+        would only ask again; it waits as `unauthorized` until `authorized()` says a grant was stored."""
+        assert self.token_auth is not None
+        self._client = None
+        self._set_status("unauthorized", self.token_auth.required)
+        self._ready.set()
+        logger.warning("backend %s: %s", self.name, self.token_auth.required)
+        self._authorized.clear()
+        await self._authorized.wait()
+        self.token_auth.required = None
+        self._set_status("reconnecting")
+
+    def authorized(self) -> None:
+        """A grant was stored for this connection's user: connect again now."""
+        if self.token_auth is not None:
+            self.token_auth.required = None
+        self._authorized.set()
 
     async def _connect_and_serve(self) -> None:
         self._lost = asyncio.Event()
@@ -248,7 +284,8 @@ class MCPBackend(Backend):
             if session_id:
                 self._session_id = session_id
 
-        async with sdk_compat.create_http_client(headers or None) as http:
+        auth = self.token_auth.auth if self.token_auth is not None else None
+        async with sdk_compat.create_http_client(headers or None, auth=auth) as http:
             http.event_hooks["response"].append(remember)
             async with streamable_http_client(url, http_client=http) as streams:
                 yield streams
@@ -481,6 +518,8 @@ class MCPBackend(Backend):
     ) -> types.CallToolResult:
         client = self._client
         if client is None:
+            if self._needs_person():
+                return error_result(f"backend {self.name!r}: {self.token_auth.required}")  # type: ignore[union-attr]
             return unavailable_result(self.name, self.status, self.last_error)
         limit = timeout if timeout is not None else self.config.timeout
         self._calls_in_flight += 1
@@ -499,12 +538,16 @@ class MCPBackend(Backend):
                 "try again, or with a smaller request"
             )
         except MCPError as error:
+            if self._needs_person():
+                return error_result(f"backend {self.name!r}: {self.token_auth.required}")  # type: ignore[union-attr]
             if _is_connection_error(error):
                 return self._connection_lost(error)
             return error_result(f"backend {self.name!r} rejected the call to {name!r}: {error}")
         except (OSError, EOFError) as error:
             return self._connection_lost(error)
         except Exception as error:  # noqa: BLE001 - garbage from a backend must not end the session
+            if self._needs_person():
+                return error_result(f"backend {self.name!r}: {self.token_auth.required}")  # type: ignore[union-attr]
             return error_result(
                 f"backend {self.name!r} returned an invalid answer for {name!r}: {_brief(error)}"
             )
@@ -536,7 +579,7 @@ class MCPBackend(Backend):
                 self._schedule_refresh()
                 return _unstamped(await client.call_tool(name, arguments, progress_callback=progress))
             raise MCPError(code=error.code, message=error.message, data=error.data) from None
-        except Redirected:
+        except (Redirected, Unauthorized):  # nothing ran: the SDK client (and its OAuth flow) takes over
             return _unstamped(await client.call_tool(name, arguments, progress_callback=progress))
         kind = raw.get("resultType")
         if kind is not None and kind != "complete":
@@ -583,6 +626,7 @@ class MCPBackend(Backend):
                 session_id=None if envelope is not None else self._session_id,
                 header_maps=_header_maps(self.tools) if envelope is not None else None,
                 on_notification=self._backend_notification,
+                authorization=self.token_auth.bearer if self.token_auth is not None else None,
             )
         except Exception as error:  # noqa: BLE001 - the SDK path still works
             logger.warning(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from toolweave.cli import clients, export, federate, keys, runs, serve, tools, validate
+from toolweave.cli import clients, export, federate, keys, oauth, runs, serve, tools, validate
 
 app = typer.Typer(
     name="toolweave",
@@ -26,6 +26,8 @@ app.command("export")(export.export_command)
 app.command()(federate.federate)
 app.command()(clients.init)
 app.command()(clients.connect)
+app.command()(oauth.login)
+app.command()(oauth.logout)
 
 
 def main() -> None:  # pragma: no cover

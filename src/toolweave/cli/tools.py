@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolweave.cli.common import ConfigOption, JsonOption, err, load_config_or_exit, out, quiet_logging
+from toolweave.cli.oauth import grants_of
 from toolweave.cli.running import (
     GatewayError,
     LocalOption,
@@ -62,7 +63,7 @@ def _listed_here(config: Any, local: bool) -> list[dict[str, Any]]:
     async def run() -> list[dict[str, Any]]:
         from toolweave.gateway import Gateway
 
-        async with Gateway(cfg) as gateway:
+        async with grants_of(cfg, interactive=True) as grants, Gateway(cfg, credentials=grants) as gateway:
             warn_missing(gateway.describe_backends())
             return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in gateway.list_tools()]
 
@@ -130,7 +131,10 @@ def _called_here(config: Any, name: str, arguments: dict[str, Any], local: bool)
 
         runs = await open_run_store_or_warn(cfg)
         try:
-            async with Gateway(cfg, runs=runs) as gateway:
+            async with (
+                grants_of(cfg, interactive=True) as grants,
+                Gateway(cfg, runs=runs, credentials=grants) as gateway,
+            ):
                 return await gateway.call(name, arguments)
         finally:
             if runs is not None:

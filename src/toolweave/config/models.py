@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from toolweave.config.auth import AuthConfig
 from toolweave.config.http_api import HttpAction, HttpAuth, check_filter
+from toolweave.config.oauth import BackendOAuth
 from toolweave.config.patterns import pattern_problem
 from toolweave.config.servers import ServerConfig, Tag
 from toolweave.fields import BACKEND_NAME_RE, EXPOSED_NAME_RE, Duration, StrictModel
@@ -210,6 +211,8 @@ class BackendConfig(StrictModel):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: BackendOAuth | None = None
+    """`[backends.oauth]`: call this backend with an OAuth token (config/oauth.py)."""
     python: str | None = None
     openapi: str | None = None
     """An HTTP API described by an OpenAPI 3.x / Swagger 2.0 document (a path or an http(s) URL)."""
@@ -287,6 +290,8 @@ class BackendConfig(StrictModel):
     def _http_api_keys_fit(self) -> BackendConfig:
         if self.env_passthrough and not self.command:
             raise ValueError("'env_passthrough' needs 'command': it sets a stdio child's environment")
+        if self.oauth is not None and not self.url:
+            raise ValueError("'oauth' needs 'url': [backends.oauth] authorizes an MCP server over HTTP")
         owners = {"base_url": "openapi", "include": "openapi", "exclude": "openapi", "actions": "http"}
         problems = [
             f"'{key}' needs '{owner}'"
