@@ -106,3 +106,21 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+
+
+@contextlib.contextmanager
+def oauth_server() -> Iterator[str]:
+    """tests/servers/oauthserver.py (an MCP server behind its own OAuth authorization server) on
+    loopback; yields its MCP URL. Waits longer than other servers: it imports the SDK and Starlette."""
+    port = free_port()
+    process = subprocess.Popen(
+        [PYTHON, str(SERVERS / "oauthserver.py"), "--http", str(port)],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, timeout=60)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(process)

@@ -29,6 +29,7 @@ from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
 from toolweave.server.mcp.transport import ExchangeEnd
 from toolweave.server.mcp.virtual import VirtualEndpoints
+from toolweave.server.oauth_callback import callback_route
 from toolweave.server.ui import ui_routes
 from toolweave.services.runtime import ServerRuntime
 from toolweave.store import ApiKeyInfo
@@ -212,6 +213,7 @@ def server_app(
         extra_routes=[
             *health_routes(rt),
             *identity.routes,
+            callback_route(rt.gateway),
             *ui_routes(rt, identity.tokens, identity.public_url),
             Mount("/", app=build_api(rt)),
         ],

@@ -26,6 +26,7 @@ from mcp_types import CallToolResult
 from toolweave.backends.federated.protocol import UNAUTHORIZED
 from toolweave.catalog.catalog import Entry
 from toolweave.config.models import Config
+from toolweave.credentials.backends import OAuthBackends
 from toolweave.gateway import Gateway
 from toolweave.services.change_feed import ChangeFeed, Mode, plan
 from toolweave.services.connections import TenantBackends
@@ -44,6 +45,7 @@ from toolweave.store import (
     Database,
     KeyRepository,
     NotFound,
+    OAuthTokenRepository,
     SqlRunStore,
     SqlVectorStore,
     TenantRepository,
@@ -58,6 +60,16 @@ REVOCATION_POLL = 5.0
 """Seconds between two checks for keys revoked by another process, when `gateway.sync_interval` is 0."""
 
 logger = logging.getLogger("toolweave.server")
+
+
+def oauth_callback_url(config: Config, bound: str | None = None) -> str:
+    """Where backends' authorization servers send people back: `gateway.public_url`, else the
+    address served (`bound`, else the config's host and port)."""
+    base = config.gateway.public_url or bound
+    if not base:
+        host = config.gateway.host
+        base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{config.gateway.port}"
+    return base.rstrip("/") + "/oauth/callback"
 
 
 class ServerRuntime:
@@ -91,8 +103,15 @@ class ServerRuntime:
             per_key=config.limits.event_streams_per_key,
             per_tenant=config.limits.event_streams_per_tenant,
         )
+        self.grants = (
+            OAuthBackends(OAuthTokenRepository(self.db), callback_url=oauth_callback_url(config))
+            if any(backend.oauth is not None for backend in config.backends)
+            else None
+        )
+        """`[backends.oauth]` grants per (tenant, user, backend), in the database (docs/backends-oauth.md)."""
         self.gateway = Gateway(
             config,
+            credentials=self.grants,
             runs=self.runs,
             backend_resolver=self.tenant_backends,
             call_observer=self._observe,

@@ -82,6 +82,16 @@ class CallerChannel:
         # a request cannot ride a JSON response (can_send_request), nor a stream the client has left
         return bool(session.can_send_request) and not self.gone()
 
+    def can_elicit_url(self) -> bool:
+        """A 2025-11-25 client that declared URL-mode elicitation (`elicitation.url`) and can be asked
+        now: an OAuth backend's authorization link is sent to it as one (docs/backends-oauth.md)."""
+        if self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or not self.can_answer(
+            "elicitation/create"
+        ):
+            return False
+        elicitation = self._ctx.session.client_capabilities.elicitation
+        return getattr(elicitation, "url", None) is not None
+
     def gone(self) -> bool:
         """Whether the client's HTTP exchange for this call has ended (it walked away; `transport.ExchangeEnd`)."""
         scope = getattr(getattr(self._ctx, "request", None), "scope", None)

@@ -84,6 +84,8 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
         Route("/runs/{run_id}/resume", ui.page(pages.resume, scope=CALL), methods=["POST"]),
         Route("/backends", ui.page(pages.backends), methods=["GET"]),
         Route("/backends/{name}/reconnect", ui.page(pages.reconnect, scope=ADMIN), methods=["POST"]),
+        Route("/backends/{name}/connect", ui.page(pages.connect, scope=CALL), methods=["POST"]),
+        Route("/backends/{name}/disconnect", ui.page(pages.disconnect, scope=CALL), methods=["POST"]),
         Route("/login", ui.page(pages.login_form, scope=PUBLIC), methods=["GET"]),
         Route("/login", ui.page(pages.login, scope=PUBLIC), methods=["POST"]),
         Route("/logout", ui.page(pages.logout, scope=PUBLIC), methods=["POST"]),

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import yaml
 from starlette.responses import RedirectResponse, Response
 
+from toolweave.credentials.oauth import owner_of
 from toolweave.executor.resume import ResumeError, resume_run
 from toolweave.server.ui.app import ADMIN, CALL, PageContext, UiApp
 from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_rows
@@ -198,7 +199,9 @@ class Pages:
             return await self.run(ctx, problem=error.message)
         return await self.run(ctx, result=result_view(called))
 
-    async def backends(self, ctx: PageContext, notice: str = "") -> Response:
+    async def backends(
+        self, ctx: PageContext, notice: str = "", authorize: tuple[str, str] | None = None
+    ) -> Response:
         rt = ctx.runtime
         tenant = ctx.caller.tenant
         own = {summary["backend"] for summary in await rt.connections.list(tenant)}
@@ -212,6 +215,8 @@ class Pages:
             ctx,
             "backends.html",
             backends=described,
+            accounts=await _accounts(rt, ctx.caller),
+            authorize=authorize,
             own=own,
             may_reconnect=may_reconnect,
             busy=any(b["status"] in BUSY for b in described),
@@ -230,6 +235,34 @@ class Pages:
         except TooSoon as error:
             return await self.backends(ctx, notice=f"Not reconnected: {error}")
         return await self.backends(ctx, notice=f"Reconnecting {name}…")
+
+    async def connect(self, ctx: PageContext) -> Response:
+        """Connect: start the caller's authorization of an OAuth backend and send the browser there;
+        the backend's authorization server brings it back to `/oauth/callback`."""
+        config, grants = _oauth_backend(ctx)
+        if config is None or grants is None:
+            return self.ui.problem(
+                ctx, 404, "No such backend", "no backend with [backends.oauth] by that name"
+            )
+        try:
+            url, _login = await grants.start_login(config, owner_of(config.oauth, ctx.caller))
+        except Exception as error:  # noqa: BLE001 - the flow's failure, in words
+            return await self.backends(ctx, notice=f"Could not connect {config.name}: {error}")
+        if url is None:
+            return await self.backends(ctx, notice=f"{config.name} is connected")
+        # a link, not a redirect: the page's CSP (`form-action 'self'`) stops a form's redirect elsewhere
+        return await self.backends(ctx, authorize=(config.name, url))
+
+    async def disconnect(self, ctx: PageContext) -> Response:
+        config, grants = _oauth_backend(ctx)
+        if config is None or grants is None:
+            return self.ui.problem(
+                ctx, 404, "No such backend", "no backend with [backends.oauth] by that name"
+            )
+        forgot = await grants.logout(config, ctx.caller)
+        return await self.backends(
+            ctx, notice=f"Disconnected from {config.name}" if forgot else "Not connected"
+        )
 
     async def login_form(self, ctx: PageContext) -> Response:
         if not ctx.runtime.require_auth:
@@ -272,3 +305,35 @@ class Pages:
     async def logout(self, ctx: PageContext) -> Response:
         await self.ui.rotate(ctx, None)
         return RedirectResponse("/login" if ctx.runtime.require_auth else "/", status_code=303)
+
+
+def _oauth_backend(ctx: PageContext) -> tuple[Any, Any]:
+    """The `[backends.oauth]` backend of the URL and the runtime's grants (None, None: no such backend)."""
+    name = ctx.request.path_params["name"]
+    config = next((b for b in ctx.runtime.config.backends if b.name == name and b.oauth is not None), None)
+    return config, ctx.runtime.grants
+
+
+async def _accounts(rt: Any, caller: Any) -> dict[str, dict[str, Any]]:
+    """Per OAuth backend, the caller's grant as the backends page shows it: connected or not, the
+    granted scope and the expiry of the current access token (never a token)."""
+    if rt.grants is None:
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    for config in rt.config.backends:
+        if config.oauth is None:
+            continue
+        tenant, user = owner_of(config.oauth, caller)
+        rows = [
+            r
+            for r in await rt.grants.store.summaries(tenant, user)
+            if r["backend"] == config.name and r["authorized"]
+        ]
+        found[config.name] = {
+            "connected": bool(rows),
+            "who": "everyone (shared)" if config.oauth.shared else user,
+            "scope": rows[0]["scope"] if rows else None,
+            "expires_at": rows[0]["expires_at"].timestamp() if rows and rows[0]["expires_at"] else None,
+            "machine": config.oauth.grant != "authorization_code",
+        }
+    return found

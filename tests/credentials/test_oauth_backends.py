@@ -1,0 +1,170 @@
+"""`[backends.oauth]` against a real local OAuth-protected MCP server (tests/servers/oauthserver.py):
+per-user grants, the authorize-then-retry path of a served gateway, refresh, revocation, and where
+tokens must never appear."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import pytest
+
+from support.processes import oauth_server as start_oauth_server
+from toolweave import Gateway
+from toolweave.config import parse_config
+from toolweave.credentials.backends import LOCAL, OAuthBackends
+from toolweave.executor.session import Session
+from toolweave.store import Database, OAuthTokenRepository, SecretBox
+
+CALLBACK = "http://127.0.0.1:9/oauth/callback"
+
+
+@pytest.fixture(scope="module")
+def oauth_server() -> Iterator[str]:
+    with start_oauth_server() as url:
+        yield url
+
+
+def _config(url: str, **gateway: Any) -> Any:
+    return parse_config({"gateway": gateway, "backends": [{"name": "remote", "url": url, "oauth": {}}]})
+
+
+async def _approve(credentials: OAuthBackends, url: str, user: str, ttl: int | None = None) -> None:
+    """What a person's browser does: the server approves `user`, the redirect reaches /oauth/callback."""
+    async with httpx2.AsyncClient() as http:
+        answer = await http.get(f"{url}&user={user}" + (f"&ttl={ttl}" if ttl else ""))
+    assert answer.status_code == 302, answer.text
+    query = {k: v[0] for k, v in parse_qs(urlsplit(answer.headers["location"]).query).items()}
+    assert (
+        await credentials.pending.complete(query["state"], query["code"], query.get("iss"), None) == "remote"
+    )
+
+
+async def _wait_for_tools(gateway: Gateway) -> None:
+    for _ in range(200):
+        if any(tool.name == "remote__whoami" for tool in gateway.list_tools()):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no tools: {gateway.describe_backends()}")
+
+
+class Served:
+    """A gateway as `toolweave serve` builds it for OAuth backends: grants in the database."""
+
+    def __init__(self, tmp_path: Path, url: str, **gateway: Any) -> None:
+        self.db = Database.from_url(f"sqlite:///{tmp_path / 'tw.db'}")
+        self.path = tmp_path / "tw.db"
+        self.config = _config(url, **gateway)
+        self.repo = OAuthTokenRepository(self.db, SecretBox("test-key", "the test"))
+        self.credentials = OAuthBackends(self.repo, callback_url=CALLBACK)
+        self.gateway = Gateway(self.config, credentials=self.credentials)
+
+    async def __aenter__(self) -> Served:
+        await self.db.start()
+        await self.gateway.start()
+        # the operator connects the backend once, so its tools are known
+        url, task = await self.credentials.start_login(self.config.backends[0], (None, "local"))
+        assert url is not None
+        await _approve(self.credentials, url, "operator")
+        await task
+        await _wait_for_tools(self.gateway)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.gateway.stop()
+        await self.db.close()
+
+    async def call(self, user: str, name: str = "remote__whoami", **arguments: Any) -> Any:
+        return await self.gateway.executor(Session(tenant="acme", label=user)).call(name, arguments)
+
+    async def authorize(self, user: str, ttl: int | None = None) -> None:
+        first = await self.call(user)
+        assert first.is_error
+        await _approve(self.credentials, first.meta["toolweave"]["authorization_url"], user, ttl)
+
+
+def _user(result: Any) -> str:
+    assert not result.is_error, result.content[0].text
+    return str(result.structured_content["user"])
+
+
+async def test_two_users_of_one_tenant_each_call_as_themselves(oauth_server: str, tmp_path: Path) -> None:
+    async with Served(tmp_path, oauth_server) as served:
+        assert _user(await served.gateway.call("remote__whoami", {})) == "operator"
+        first = await served.call("alice")
+        assert first.is_error and "not authorized yet: open http" in first.content[0].text
+        await _approve(served.credentials, first.meta["toolweave"]["authorization_url"], "alice")
+        assert _user(await served.call("alice")) == "alice"
+        await served.authorize("bob")
+        assert _user(await served.call("bob")) == "bob"
+        assert _user(await served.call("alice")) == "alice"
+        owners = {(row["subject"], row["backend"]) for row in await served.repo.summaries("acme")}
+        assert owners == {("alice", "remote"), ("bob", "remote")}
+
+
+async def test_a_token_that_expires_mid_call_is_refreshed_for_the_next(
+    oauth_server: str, tmp_path: Path
+) -> None:
+    async with Served(tmp_path, oauth_server) as served:
+        await served.authorize("erin", ttl=2)
+        async with httpx2.AsyncClient() as http:
+            before = (await http.get(oauth_server.removesuffix("/mcp") + "/admin/stats")).json()
+        slow = asyncio.create_task(served.call("erin", "remote__whoami_slowly", seconds=3))
+        await asyncio.sleep(2.5)  # erin's access token has expired; the slow call is still running
+        assert _user(await served.call("erin")) == "erin"
+        assert _user(await slow) == "erin"
+        async with httpx2.AsyncClient() as http:
+            after = (await http.get(oauth_server.removesuffix("/mcp") + "/admin/stats")).json()
+        assert after["refreshes"] > before["refreshes"]
+        assert after["authorizations"] == before["authorizations"]
+
+
+async def test_a_revoked_grant_asks_to_authorize_again(oauth_server: str, tmp_path: Path) -> None:
+    async with Served(tmp_path, oauth_server) as served:
+        await served.authorize("carol")
+        assert _user(await served.call("carol")) == "carol"
+        async with httpx2.AsyncClient() as http:
+            await http.post(oauth_server.removesuffix("/mcp") + "/admin/revoke", params={"user": "carol"})
+        again = await served.call("carol")
+        assert again.is_error and "authorize" in again.content[0].text
+        link = await served.call("carol")
+        assert link.is_error and link.meta["toolweave"]["authorization_url"].startswith("http")
+        await _approve(served.credentials, link.meta["toolweave"]["authorization_url"], "carol")
+        assert _user(await served.call("carol")) == "carol"
+
+
+async def test_tokens_appear_in_no_database_log_or_run_record(
+    oauth_server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with Served(tmp_path, oauth_server, record_direct_calls=True) as served:
+        await served.authorize("dave")
+        assert _user(await served.call("dave")) == "dave"
+        grants = [
+            await served.repo.get(None, "local", "remote"),
+            await served.repo.get("acme", "dave", "remote"),
+        ]
+        secrets = [g["tokens"][k] for g in grants if g for k in ("access_token", "refresh_token")]
+        assert len(secrets) == 4
+        runs = await served.gateway.runs.list_runs()
+        assert runs, "record_direct_calls: the calls left run records"
+        recorded = repr(runs) + repr([await served.gateway.runs.get_run(run.id, run.tenant) for run in runs])
+    stored = served.path.read_bytes()
+    logged = caplog.text
+    for secret in secrets:
+        assert secret.encode() not in stored
+        assert secret not in logged
+        assert secret not in recorded
+
+
+async def test_logout_forgets_the_grant_and_revokes_it(oauth_server: str, tmp_path: Path) -> None:
+    async with Served(tmp_path, oauth_server) as served:
+        config = served.config.backends[0]
+        assert await served.credentials.logout(config, LOCAL)
+        assert await served.repo.get(None, "local", "remote") is None
+        assert not await served.credentials.logout(config, LOCAL)

@@ -1,0 +1,46 @@
+"""Connect, status and Disconnect of an OAuth backend (`[backends.oauth]`) on the backends page, in a
+real browser, against a real local OAuth-protected MCP server with its own sign-in page
+(tests/servers/oauthserver.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import expect
+
+from support.browser import serve_ui
+from support.processes import oauth_server
+
+
+async def test_connect_shows_the_account_and_disconnect_forgets_it(browser: Any, tmp_path: Path) -> None:
+    with oauth_server() as url:
+        raw = {"backends": [{"name": "remote", "url": url, "oauth": {}}]}
+        async with serve_ui(raw, tmp_path) as server:
+            server.runtime.grants.callback_url = f"{server.url}/oauth/callback"
+            page = await browser.new_page()
+            await page.goto(f"{server.url}/backends")
+            row = page.locator('tr[data-backend="remote"]')
+            await expect(row.locator(".status").first).to_have_text("unauthorized")
+            await expect(row.locator(".account")).to_contain_text("not connected")
+
+            await row.locator("button.connect").click()
+            await page.click("#authorize-link")
+            await page.fill("#user", "alice")  # the backend's own sign-in page
+            await page.click("button[type=submit]")
+            await expect(page.locator("h1")).to_have_text("Connected to remote")
+
+            await page.click("text=Backends")
+            row = page.locator('tr[data-backend="remote"]')
+            await expect(row.locator(".account")).to_contain_text("connected as local")
+            await expect(row.locator(".account")).to_contain_text("token until")
+            await expect(row.locator(".status").first).to_have_text("connected", timeout=20_000)
+            tools = [tool.name for tool in server.runtime.gateway.list_tools()]
+            assert "remote__whoami" in tools
+            grant = await server.runtime.grants.store.get(None, "local", "remote")
+            assert grant["tokens"]["access_token"] not in await page.content()
+
+            await row.locator("button.disconnect").click()
+            await expect(page.locator("#backends-notice")).to_have_text("Disconnected from remote")
+            await expect(page.locator('tr[data-backend="remote"] .account')).to_contain_text("not connected")
+            assert await server.runtime.grants.store.get(None, "local", "remote") is None
