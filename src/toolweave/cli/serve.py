@@ -158,10 +158,8 @@ async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, 
         cfg, host=host, require_auth=require_auth, wait_for_backends=False, public_url=public_url
     )
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
-    if gateway.credentials is not None:
-        from toolweave.services.runtime import oauth_callback_url
-
-        gateway.credentials.callback_url = oauth_callback_url(cfg, local_url(listener))
+    if gateway.credentials is not None:  # where backends' authorization servers send people back
+        gateway.credentials.callback_url = public_url + "/oauth/callback"
     err.print(
         f"toolweave listening · MCP at [bold]{url}/mcp[/] · REST at {url}/api/v1 · "
         f"{len(gateway.backends)} backend(s) connecting",

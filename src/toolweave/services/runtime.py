@@ -28,6 +28,7 @@ from toolweave.catalog.catalog import Entry
 from toolweave.config.models import Config
 from toolweave.credentials.backends import OAuthBackends
 from toolweave.gateway import Gateway
+from toolweave.identity import public_url_for
 from toolweave.services.change_feed import ChangeFeed, Mode, plan
 from toolweave.services.connections import TenantBackends
 from toolweave.services.definitions import DefinitionService
@@ -62,14 +63,13 @@ REVOCATION_POLL = 5.0
 logger = logging.getLogger("toolweave.server")
 
 
-def oauth_callback_url(config: Config, bound: str | None = None) -> str:
-    """Where backends' authorization servers send people back: `gateway.public_url`, else the
-    address served (`bound`, else the config's host and port)."""
-    base = config.gateway.public_url or bound
-    if not base:
-        host = config.gateway.host
-        base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{config.gateway.port}"
-    return base.rstrip("/") + "/oauth/callback"
+def oauth_callback_url(config: Config) -> str:
+    """Where backends' authorization servers send people back: `gateway.public_url` (else the
+    configured address; `toolweave serve` names the one it bound) + `/oauth/callback`."""
+    return (
+        public_url_for(config.gateway.public_url, config.gateway.host, config.gateway.port)
+        + "/oauth/callback"
+    )
 
 
 class ServerRuntime:
