@@ -12,9 +12,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+import mcp_types as types
 import pytest
+from mcp import Client
 
 from support.processes import oauth_server as start_oauth_server
+from support.serving import serve_mcp
 from toolweave import Gateway
 from toolweave.config import parse_config
 from toolweave.credentials.backends import LOCAL, OAuthBackends
@@ -56,7 +59,9 @@ async def _wait_for_tools(gateway: Gateway) -> None:
 class Served:
     """A gateway as `toolweave serve` builds it for OAuth backends: grants in the database."""
 
-    def __init__(self, tmp_path: Path, url: str, **gateway: Any) -> None:
+    def __init__(self, tmp_path: Path, url: str, operator: str = "local", **gateway: Any) -> None:
+        self.operator = operator
+        """Whose grant the gateway's own connection lists with (`local`: the CLI's, as `toolweave login`)."""
         self.db = Database.from_url(f"sqlite:///{tmp_path / 'tw.db'}")
         self.path = tmp_path / "tw.db"
         self.config = _config(url, **gateway)
@@ -68,7 +73,7 @@ class Served:
         await self.db.start()
         await self.gateway.start()
         # the operator connects the backend once, so its tools are known
-        url, task = await self.credentials.start_login(self.config.backends[0], (None, "local"))
+        url, task = await self.credentials.start_login(self.config.backends[0], (None, self.operator))
         assert url is not None
         await _approve(self.credentials, url, "operator")
         await task
@@ -168,3 +173,29 @@ async def test_logout_forgets_the_grant_and_revokes_it(oauth_server: str, tmp_pa
         assert await served.credentials.logout(config, LOCAL)
         assert await served.repo.get(None, "local", "remote") is None
         assert not await served.credentials.logout(config, LOCAL)
+
+
+async def test_a_url_elicitation_lets_the_call_go_on_once_authorized(
+    oauth_server: str, tmp_path: Path
+) -> None:
+    """A 2025-11-25 client declaring URL-mode elicitation is sent the link; the person authorizes,
+    and the same call answers as them (here the MCP caller is `local`, the listing grant `ops`'s)."""
+    asked: list[Any] = []
+    approvals: list[asyncio.Task[None]] = []
+
+    async with Served(tmp_path, oauth_server, operator="ops") as served:
+
+        async def person(_context: Any, params: Any) -> types.ElicitResult:
+            asked.append(params)
+            approvals.append(asyncio.create_task(_approve(served.credentials, params.url, "frank")))
+            return types.ElicitResult(action="accept")
+
+        async with (
+            serve_mcp(served.gateway) as url,
+            Client(url, mode="legacy", elicitation_callback=person) as client,
+        ):
+            result = await client.call_tool("remote__whoami", {})
+        await asyncio.gather(*approvals)
+    assert [params.mode for params in asked] == ["url"]
+    assert not result.is_error, result.content
+    assert result.structured_content == {"user": "frank"}
