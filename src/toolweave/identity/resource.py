@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import orjson
-from mcp.shared.auth import ProtectedResourceMetadata
 
 from toolweave.config.auth import TOOLWEAVE_SCOPES
 
@@ -64,6 +63,8 @@ class ProtectedResource:
         return self.metadata_url_at(MCP_PATH)
 
     def metadata(self, path: str = MCP_PATH) -> bytes:
+        from mcp.shared.auth import ProtectedResourceMetadata  # only with issuers: not at start-up
+
         document = ProtectedResourceMetadata(
             resource=self.resource_at(path),  # type: ignore[arg-type]
             authorization_servers=list(self.issuers),  # type: ignore[arg-type]
