@@ -26,7 +26,13 @@ def serve(
     stdio: Annotated[
         bool, typer.Option("--stdio", help="Serve MCP over stdin/stdout instead of HTTP.")
     ] = False,
-    auth: Annotated[bool, typer.Option("--auth", help="Require API keys (Authorization: Bearer).")] = False,
+    auth: Annotated[
+        bool,
+        typer.Option(
+            "--auth",
+            help="Require a credential (Authorization: Bearer): an API key, or an [[auth.issuers]] token.",
+        ),
+    ] = False,
     log_json: Annotated[
         bool, typer.Option("--log-json", help='Log JSON lines (same as gateway.log_format = "json").')
     ] = False,

@@ -72,7 +72,7 @@ def session_for(info: ApiKeyInfo) -> Session:
 
 
 def session_for_token(identity: Identity) -> Session:
-    """An access token's caller: the tenant, scopes and subject its claims say (`identity.claims`)."""
+    """An access token's caller: the tenant, scopes and subject its claims say (`identity/claims.py`)."""
     return Session(
         tenant=identity.tenant,
         scopes=identity.scopes,
