@@ -21,6 +21,7 @@ from toolweave.catalog.servers import (
     Selection,
     ToolKey,
     build_view,
+    composites_reaching_out,
     hidden_twins,
     listing_key,
     selection_problems,
@@ -150,8 +151,16 @@ class VirtualServer:
                 logger.exception("server %s: tools-changed listener failed", self.name)
 
     def problems(self) -> list[Problem]:
-        """What in this server's definition selects or names nothing now."""
-        return selection_problems(self.gateway.catalog, self.catalog, self.config, self.served)
+        """What in this server's definition selects or names nothing now, then its notes."""
+        return [*self.mistakes(), *self.notes()]
+
+    def mistakes(self) -> list[Problem]:
+        """What in this server's definition selects or names nothing now (likely a typo)."""
+        return selection_problems(self.gateway.catalog, self.catalog, self.config)
+
+    def notes(self) -> list[Problem]:
+        """Its composites checked against its selection: the tools they call that it does not serve."""
+        return composites_reaching_out(self.gateway.catalog, self.catalog, self.served)
 
     def _filter_resources_and_prompts(self) -> None:
         backends = self.selection.backends

@@ -82,3 +82,17 @@ def test_export_prints_the_servers_tools(config_path: Path) -> None:
     assert [tool["name"] for tool in exported] == ["hello"]
     missing = cli("export", "--server", "nope", "-c", str(config_path), "--local")
     assert missing.exit_code == 1 and "no virtual server 'nope'" in missing.output
+
+
+def test_validate_names_what_a_server_selects_nothing_by(write_config: WriteConfig) -> None:
+    path = write_config(
+        {
+            "backends": [python_backend()],
+            "composite_tools": [{"name": "both", "tools": ["py/greet", "py/multiply"]}],
+            "servers": [{"name": "odd", "tools": ["nope_*", "both"]}],
+        }
+    )
+    done = cli("validate", "-c", str(path))
+    assert done.exit_code == 1
+    assert "servers[0].tools[0]: 'nope_*' matches no listed tool" in done.output
+    assert "servers[0].tools: composite 'both' calls py__greet, py__multiply" in done.output

@@ -115,7 +115,7 @@ def build_view(
 
 
 def selection_problems(
-    catalog: Catalog, view: Catalog, config: ServerConfig, served_as: Mapping[str, str], path: str = ""
+    catalog: Catalog, view: Catalog, config: ServerConfig, path: str = ""
 ) -> list[Problem]:
     """What in a server's definition selects or names nothing in `catalog` now, each with its path
     (asked by validation and the REST API, not on every rebuild)."""
@@ -144,13 +144,15 @@ def selection_problems(
             problems.append(
                 Problem(join_path(path, "pinned", index), f"{name!r} is not a tool this server lists")
             )
-    problems.extend(_composites_reaching_out(catalog, view, set(served_as.values()), path))
     return problems
 
 
-def _composites_reaching_out(catalog: Catalog, view: Catalog, served: set[str], path: str) -> list[Problem]:
+def composites_reaching_out(
+    catalog: Catalog, view: Catalog, served_as: Mapping[str, str], path: str = ""
+) -> list[Problem]:
     """A composite the server serves, checked against the server's selection: the tools it calls that
     the server does not serve (they run, as on `/mcp`, but its clients reach them only through it)."""
+    served = set(served_as.values())
     problems = []
     for entry in view.visible():
         composite = entry.composite

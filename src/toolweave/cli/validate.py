@@ -127,4 +127,11 @@ async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Prob
         backend_paths = {b.name: f"backends[{i}] ({b.name})" for i, b in enumerate(cfg.backends)}
         for issue in gateway.catalog.warnings:
             warnings.append(issue.problem.under(backend_paths.get(issue.subject, issue.subject)))
+        servers = {server.name: index for index, server in enumerate(cfg.servers)}
+        for server in gateway.servers.by_name.values():
+            path = (
+                f"servers[{servers[server.name]}]" if server.name in servers else f"servers ({server.name})"
+            )
+            problems.extend(problem.under(path) for problem in server.mistakes())
+            warnings.extend(problem.under(path) for problem in server.notes())
     return problems
