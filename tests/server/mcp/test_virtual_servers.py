@@ -137,3 +137,20 @@ async def test_a_backend_change_reaches_only_the_servers_that_include_it(base: s
         await asyncio.sleep(0.3)
         assert heard_support.count == 0
         assert "ts__fresh_tool" not in names((await support.list_tools()).tools)
+
+
+async def test_on_2026_07_28_only_the_including_server_is_told(base: str, gateway: Gateway) -> None:
+    async with (
+        Client(f"{base}/servers/support/mcp", mode="auto") as support,
+        Client(f"{base}/servers/release/mcp", mode="auto") as release,
+        support.listen(tools_list_changed=True) as support_events,
+        release.listen(tools_list_changed=True) as release_events,
+    ):
+        await gateway.call("ts__add_tool", {"name": "modern_tool"})
+        async with asyncio.timeout(10):
+            await anext(aiter(release_events))
+        found = await release.call_tool("find_tools", {"query": "modern_tool added at run time", "limit": 3})
+        assert "ts__modern_tool" in text(found)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await anext(aiter(support_events))

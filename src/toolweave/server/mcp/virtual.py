@@ -4,7 +4,7 @@ A request finds its server by one dict lookup (the selection was computed when t
 changed, `catalog/servers.py`), is refused unless the caller may use that server, and goes to
 the server's endpoint (`endpoint.py`): its own SDK server (`serverInfo`, `instructions`),
 session managers, listing cache and `list_changed` announcements, built on its first request
-and rebuilt when the server's definition changes. Its session managers run in a task of their
+(and again should the server's definition object change). Its session managers run in a task of their
 own until the app shuts down or the server is removed.
 """
 
@@ -73,11 +73,6 @@ class VirtualEndpoints:
                 return True
         return False
 
-    def front(self, name: str) -> MCPFront | None:
-        """The front serving `name`, once a request has reached it."""
-        serving = self._serving.get(name)
-        return serving.endpoint.front if serving is not None else None
-
     def resolve(self, name: str, session: Session) -> VirtualServer | tuple[int, str]:
         """The server a request for `/servers/{name}/mcp` goes to, or (status, why not): one dict lookup
         and the access check, on every request (the selection was computed when the catalog changed)."""
@@ -129,14 +124,6 @@ class VirtualEndpoints:
             await _stop(old)
         await serving.ready.wait()
         return serving
-
-    async def forget_removed(self) -> None:
-        """Stop the endpoints of servers that were removed or redefined."""
-        current = self._gateway.servers.by_name
-        for name, serving in list(self._serving.items()):
-            if current.get(name) is not serving.server:
-                self._serving.pop(name, None)
-                await _stop(serving)
 
     async def close(self) -> None:
         self._closed = True
