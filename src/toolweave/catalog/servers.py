@@ -97,6 +97,7 @@ def build_view(
             entries[entry.name] = entry
             served[entry.name] = original
     view.entries = entries
+    view.max_name_length = catalog.max_name_length
     view.by_reference = catalog.by_reference
     view.degraded = catalog.degraded
     view.used_in = catalog.used_in
