@@ -107,5 +107,8 @@ async def test_a_flooding_socket_is_closed_and_a_bystander_is_served(sqlite_app)
         answer = await bystander.get("/api/v1/ai-tools")
         code, reason = await client.closed()
         sending.cancel()
+        async with raw_client(base, flooder, "flood") as again:  # at once: no fresh burst for it
+            code_again, reason_again = await again.closed()
     assert answer.status_code == 200
     assert code == protocol.FLOODED and "max_frames_per_second" in reason, (code, reason)
+    assert code_again == protocol.FLOODED and "reconnect after" in reason_again, (code_again, reason_again)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +28,10 @@ from toolweave.config.models import Config, FederationConfig
 from toolweave.problems import Problem, join_path
 
 logger = logging.getLogger("toolweave.federation")
+
+FLOOD_PENALTY = 10.0
+"""Seconds a key's new connections are refused after one of them was closed for flooding: reconnecting
+at once would buy a fresh burst every time."""
 
 
 class Federation:
@@ -44,9 +50,24 @@ class Federation:
         self.local_listeners: list[Callable[[], None]] = []
         """Told when a client connected HERE registers or leaves (the relay announces it to other gateways)."""
         self._numbers = itertools.count(1)
+        self._flooded: dict[str | None, float] = {}
+        """Key → until when its new connections are refused, after one of them flooded."""
 
     def backends(self) -> list[Backend]:
         return list(self.namespaces.values())
+
+    def flooded(self, key_id: str | None) -> None:
+        """A connection of `key_id` was closed for flooding: refuse its next ones for `FLOOD_PENALTY` s."""
+        now = time.monotonic()
+        self._flooded = {key: until for key, until in self._flooded.items() if until > now}
+        self._flooded[key_id] = now + FLOOD_PENALTY
+
+    def flood_penalty(self, key_id: str | None) -> str | None:
+        """Why a new connection of `key_id` is refused now (it flooded a moment ago), or None."""
+        left = self._flooded.get(key_id, 0.0) - time.monotonic()
+        if left <= 0:
+            return None
+        return f"flooding: this key flooded a connection; reconnect after {math.ceil(left)} s"
 
     def next_number(self) -> int:
         """A number that tells apart the clients of one gateway in errors and logs."""

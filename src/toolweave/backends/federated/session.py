@@ -47,6 +47,10 @@ async def serve_client(
 ) -> None:
     """Serve one client until its connection ends. `origin`: where it connects from, for its label."""
     settings = federation.settings
+    penalty = federation.flood_penalty(key_id)
+    if penalty is not None:
+        await channel.close(protocol.FLOODED, penalty)
+        return
     label = f"{namespace or '?'}#{federation.next_number()} ({origin})"
     peer = FederatedPeer(
         channel, label=label, tenant=tenant, key_id=key_id, max_frame_bytes=settings.max_frame_bytes
@@ -61,6 +65,8 @@ async def serve_client(
         federation.peers.discard(peer)
         federation.detach(peer)
         reason = peer.closed or (reader.result() if reader.done() and not reader.cancelled() else None)
+        if reason is not None and reason.startswith(FrameBudget.FLOODING):
+            federation.flooded(key_id)
         peer.lost(reason or "the connection ended")
         if not reader.done():
             reader.cancel()
@@ -78,6 +84,7 @@ class FrameBudget:
     """
 
     BURST_SECONDS = 2.0
+    FLOODING = "flooding:"
 
     def __init__(self, settings: FederationConfig) -> None:
         self.settings = settings
@@ -91,10 +98,10 @@ class FrameBudget:
         """Charge one frame; why the connection must be closed when it is over budget, else None."""
         if not self.frames.take():
             limit = self.settings.max_frames_per_second
-            return f"flooding: more than {limit} frames a second ([federation] max_frames_per_second)"
+            return f"{self.FLOODING} more than {limit} frames a second ([federation] max_frames_per_second)"
         if not self.bytes.take(len(frame)):
             limit = self.settings.max_bytes_per_second
-            return f"flooding: more than {limit} bytes a second ([federation] max_bytes_per_second)"
+            return f"{self.FLOODING} more than {limit} bytes a second ([federation] max_bytes_per_second)"
         return None
 
 
