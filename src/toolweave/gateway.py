@@ -38,6 +38,7 @@ from toolweave.executor import (
     Session,
     ToolExecutor,
 )
+from toolweave.executor.call_rates import CallRates, MemoryCallRates
 from toolweave.executor.in_flight import CallInFlight
 from toolweave.runs import MemoryRunStore, RunStore
 from toolweave.servers import VirtualServers
@@ -66,13 +67,16 @@ class Gateway:
         vector_store: VectorStore | None = None,
         errlog: Any = None,
         credentials: OAuthBackends | None = None,
+        call_rates: CallRates | None = None,
     ) -> None:
         """`runs`: where run records go (in memory by default); `backend_resolver`: picks the backend
         connection for a caller (a tenant's own credentials); `call_observer`: told of every
         finished call (metrics), in one place; `vector_store`: where search mode's tool vectors
         persist (`[search.embeddings]`; in memory by default); `errlog`: a stream stdio backends
         write their stderr to raw (default: each line becomes a log record of `toolweave.stderr.<backend>`);
-        `credentials`: the OAuth grants of `[backends.oauth]` backends (default: in memory, this process's)."""
+        `credentials`: the OAuth grants of `[backends.oauth]` backends (default: in memory, this process's);
+        `call_rates`: who counts calls against `[limits]` call rates (this process by default; the
+        server passes the Redis one when the deployment shares Redis)."""
         self.config = config
         if credentials is None and any(b.oauth is not None for b in config.backends):
             from toolweave.credentials.backends import OAuthBackends  # the SDK's OAuth client, when used
@@ -98,6 +102,7 @@ class Gateway:
             resolve_backend=backend_resolver,
             observe=call_observer,
             startup_wait=self.wait_for_first_connections,
+            call_rates=call_rates if call_rates is not None else MemoryCallRates(config.limits),
             semantic=(
                 SemanticRanker(config.search.embeddings, vector_store)
                 if config.search.embeddings is not None and config.gateway.tool_exposure == "search"

@@ -369,6 +369,10 @@ class LimitsConfig(StrictModel):
     """Open handshake-era MCP sessions of the whole gateway (the operator's included)."""
     mcp_session_idle: Duration = 600.0
     """A session with no request for this long is closed (its client must initialize again)."""
+    calls_per_second_per_key: float = Field(default=100.0, ge=0, le=1_000_000)
+    """Tool calls a second one API key may start (bursts of two seconds' worth); 0: unlimited."""
+    calls_per_second_per_tenant: float = Field(default=200.0, ge=0, le=1_000_000)
+    """Tool calls a second all API keys of one tenant may start together; 0: unlimited."""
     event_streams_per_key: int = Field(default=4, ge=1, le=100)
     """Open `GET /api/v1/events` streams one API key may hold (the gateway holds 100 in all)."""
     event_streams_per_tenant: int = Field(default=16, ge=1, le=100)

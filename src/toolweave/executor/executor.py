@@ -64,6 +64,11 @@ class ToolExecutor:
         task = asyncio.current_task()
         if self.depth or task is None or task in in_flight:  # part of a call already counted
             return await self._call(name, arguments, progress)
+        call_rates = self.registry.call_rates
+        if call_rates is not None:
+            refused = await call_rates.charge(self.session)
+            if refused is not None:
+                return refused.result()
         in_flight.enter(task, name)
         try:
             return await self._call(name, arguments, progress)

@@ -18,6 +18,7 @@ from toolweave.backends.base import Backend
 from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.catalog.semantic import SemanticRanker
 from toolweave.executor.admission import Admission
+from toolweave.executor.call_rates import CallRates
 from toolweave.executor.in_flight import InFlight
 from toolweave.executor.policy import Policy
 from toolweave.executor.session import Session
@@ -51,6 +52,7 @@ class Registry:
 
     __slots__ = (
         "admission",
+        "call_rates",
         "catalog",
         "found_listeners",
         "in_flight",
@@ -75,6 +77,7 @@ class Registry:
         observe: CallObserver | None = None,
         startup_wait: StartupWait | None = None,
         semantic: SemanticRanker | None = None,
+        call_rates: CallRates | None = None,
     ) -> None:
         self.catalog = catalog
         """The current snapshot; the host swaps it whole (never mutates it)."""
@@ -86,6 +89,8 @@ class Registry:
         self.observe = observe
         self.startup_wait = startup_wait
         self.semantic = semantic
+        self.call_rates = call_rates
+        """Per-key and per-tenant call rates (`[limits]`), charged once per top-level call; None: unlimited."""
         """Meaning-based ranking for `find_tools` (`[search.embeddings]`); None: lexical only."""
         self.in_flight = InFlight()
         """The top-level calls running now (what a stopping gateway waits for, or stops; its contents change,

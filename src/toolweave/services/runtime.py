@@ -29,7 +29,8 @@ from toolweave.config.models import Config
 from toolweave.credentials.backends import OAuthBackends
 from toolweave.gateway import Gateway
 from toolweave.identity import public_url_for
-from toolweave.services.change_feed import ChangeFeed, Mode, plan
+from toolweave.services.call_rates import RedisCallRates
+from toolweave.services.change_feed import ChangeFeed, Mode, feed_identity, plan
 from toolweave.services.connections import TenantBackends
 from toolweave.services.definitions import DefinitionService
 from toolweave.services.event_relay import EventRelay
@@ -109,6 +110,14 @@ class ServerRuntime:
             else None
         )
         """`[backends.oauth]` grants per (tenant, user, backend), in the database (docs/backends-oauth.md)."""
+        self.call_rates = (
+            RedisCallRates(
+                config.gateway.redis_url, f"toolweave:rates:{feed_identity(self.db)}:", config.limits
+            )
+            if config.gateway.redis_url
+            else None
+        )
+        """`[limits]` call rates for the whole deployment (Redis), or None: counted in this process."""
         self.gateway = Gateway(
             config,
             credentials=self.grants,
@@ -116,6 +125,7 @@ class ServerRuntime:
             backend_resolver=self.tenant_backends,
             call_observer=self._observe,
             vector_store=SqlVectorStore(self.db),
+            call_rates=self.call_rates,
         )
         self.takeover = RunTakeover(self.gateway, self.runs, self.events.publish, self.metrics.instance)
         """Resumes the runs of gateways whose lease lapsed (`services.takeover`)."""
@@ -328,6 +338,9 @@ class ServerRuntime:
         if self.events.relay is not None:
             with contextlib.suppress(Exception):
                 await self.events.relay.close()
+        if self.call_rates is not None:
+            with contextlib.suppress(Exception):
+                await self.call_rates.close()
         if self.relay is not None:
             with contextlib.suppress(Exception):
                 await self.relay.close()

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends
 from toolweave.executor import BatchCall, Session
 from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, require, runtime
+from toolweave.server.api.errors import refuse_if_rate_limited
 from toolweave.server.api.models import BatchRequest, BatchResponse, BatchResultItem
 from toolweave.services.runtime import ServerRuntime
 
@@ -24,6 +25,7 @@ async def batch(
         for index, call in enumerate(body.calls)
     ]
     results = await rt.gateway.executor(caller).execute_batch(calls)
+    refuse_if_rate_limited(*results)  # a batch refused whole is a 429; a partly refused one says so per call
     return BatchResponse(
         results=[
             BatchResultItem(id=call.id, name=call.name, result=present.call_result(result))

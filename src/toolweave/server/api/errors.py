@@ -18,10 +18,36 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from toolweave.problems import Problem, as_problems
+from toolweave.results import META_KEY
 from toolweave.services.definitions import DefinitionError
 from toolweave.store import Conflict, Forbidden, NotFound, SecretKeyError, StoreError, TooSoon
 
 logger = logging.getLogger("toolweave.api")
+
+
+class RateLimited(Exception):
+    """A call refused by a `[limits]` call rate: `429 rate_limited` with `Retry-After`."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def refuse_if_rate_limited(*results: Any) -> None:
+    """Raise `RateLimited` when every one of `results` (CallToolResults) was refused by a call rate."""
+    refused = [_rate_limited(result) for result in results]
+    if refused and all(found is not None for found in refused):
+        limited = max(refused, key=lambda found: found[1])  # type: ignore[index]
+        raise RateLimited(*limited)  # type: ignore[misc]
+
+
+def _rate_limited(result: Any) -> tuple[str, int] | None:
+    meta = (result.meta or {}).get(META_KEY) if result.is_error else None
+    found = meta.get("rate_limited") if isinstance(meta, dict) else None
+    if not isinstance(found, dict):
+        return None
+    text = " ".join(getattr(item, "text", "") for item in result.content)
+    return text, int(found.get("retry_after", 1))
 
 
 class ApiError(Exception):
@@ -108,6 +134,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Forbidden)
     async def _forbidden(_request: Request, error: Forbidden) -> JSONResponse:
         return _response(403, "forbidden", str(error))
+
+    @app.exception_handler(RateLimited)
+    async def _rate_limited_call(_request: Request, error: RateLimited) -> JSONResponse:
+        answer = _response(429, "rate_limited", str(error))
+        answer.headers["Retry-After"] = str(error.retry_after)
+        return answer
 
     @app.exception_handler(TooSoon)
     async def _too_soon(_request: Request, error: TooSoon) -> JSONResponse:

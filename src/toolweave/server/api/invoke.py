@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends
 from toolweave.executor import Session
 from toolweave.results import META_KEY, joined_text
 from toolweave.server.api.deps import CALL, definitions, require
-from toolweave.server.api.errors import ApiError
+from toolweave.server.api.errors import ApiError, refuse_if_rate_limited
 from toolweave.server.api.models import InvokeMeta, InvokeRequest, InvokeResponse
 from toolweave.services.definitions import DefinitionService
 from toolweave.store import NotFound
@@ -63,6 +63,7 @@ async def invoke(
     name = await _composite_name(service, body.tool, caller)
     started = time.perf_counter()
     result = await service.gateway.executor(caller).call(name, body.params)
+    refuse_if_rate_limited(result)
     latency = round((time.perf_counter() - started) * 1000, 3)
     found: Any = (result.meta or {}).get(META_KEY)
     meta: dict[str, Any] = found if isinstance(found, dict) else {}

@@ -12,7 +12,7 @@ from toolweave.results import joined_text
 from toolweave.server.api import present
 from toolweave.server.api.composites import Format
 from toolweave.server.api.deps import CALL, READ, definitions, require, runtime
-from toolweave.server.api.errors import ApiError
+from toolweave.server.api.errors import ApiError, refuse_if_rate_limited
 from toolweave.server.api.models import AiToolList, CallResult, ExportList, ToolList
 from toolweave.services.definitions import DefinitionService
 from toolweave.services.runtime import ServerRuntime
@@ -92,6 +92,7 @@ async def call_tool(
     an unknown tool is a 404."""
     gateway = rt.gateway
     result = await gateway.executor(caller).call(name, arguments if arguments is not None else {})
+    refuse_if_rate_limited(result)
     catalog = gateway.catalog  # after the call: it may have waited for a backend still starting
     entry = catalog.get(name)
     if not catalog.is_search_tool(name) and (entry is None or not entry.listed_to(caller.tenant)):
