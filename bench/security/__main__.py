@@ -105,7 +105,7 @@ async def _loop(outcomes: Any, step: Any) -> None:
     while True:
         try:
             outcomes.put(await step())
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - every failure is an outcome to count
             code = getattr(getattr(error, "rcvd", None), "code", None)
             outcomes.put(f"closed {code}" if code else type(error).__name__)
             await asyncio.sleep(0.05)
@@ -204,7 +204,7 @@ async def run(samples: int, only: list[str], folder: Path) -> list[dict[str, Any
     env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     bob = create_key(config, "bob", "tools:read,tools:call")
     mallory = create_key(config, "mallory", "tools:read,tools:call,tools:admin,tools:federate")
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 - started once, before anything is measured
         [*TOOLWEAVE, "serve", "--config", str(config)],
         env=env,
         stdout=subprocess.DEVNULL,
