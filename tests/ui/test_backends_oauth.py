@@ -44,3 +44,32 @@ async def test_connect_shows_the_account_and_disconnect_forgets_it(browser: Any,
             await expect(page.locator("#backends-notice")).to_have_text("Disconnected from remote")
             await expect(page.locator('tr[data-backend="remote"] .account')).to_contain_text("not connected")
             assert await server.runtime.grants.store.get(None, "local", "remote") is None
+
+
+async def test_a_shared_grant_is_connected_by_an_admin_only(browser: Any, tmp_path: Path) -> None:
+    with oauth_server() as url:
+        raw = {"backends": [{"name": "remote", "url": url, "oauth": {"per_user": False}}]}
+        async with serve_ui(raw, tmp_path, require_auth=True) as server:
+            page = await (await browser.new_context()).new_page()
+            await page.goto(f"{server.url}/login")
+            await page.fill("#key", await server.key("acme", "tools:read", "tools:call"))
+            await page.click("button[type=submit]")
+            await page.goto(f"{server.url}/backends")
+            account = page.locator('tr[data-backend="remote"] .account')
+            await expect(account).to_contain_text("not connected")
+            await expect(account.locator("button")).to_have_count(0)  # not offered to a non-admin
+            token = await page.evaluate(
+                "JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRF-Token']"
+            )
+            for action in ("connect", "disconnect"):
+                refused = await page.request.post(
+                    f"{server.url}/backends/remote/{action}", form={"csrf": token}
+                )
+                assert refused.status == 403  # and refused by the server
+
+            admin = await (await browser.new_context()).new_page()
+            await admin.goto(f"{server.url}/login")
+            await admin.fill("#key", await server.key("acme"))
+            await admin.click("button[type=submit]")
+            await admin.goto(f"{server.url}/backends")
+            await expect(admin.locator('tr[data-backend="remote"] button.connect')).to_have_count(1)

@@ -244,6 +244,9 @@ class Pages:
             return self.ui.problem(
                 ctx, 404, "No such backend", "no backend with [backends.oauth] by that name"
             )
+        if config.oauth.shared and not ctx.may(ADMIN):
+            why = "the shared grant of a backend is an admin's to change"
+            return self.ui.problem(ctx, 403, "Not allowed", why)
         try:
             url, _login = await grants.start_login(config, owner_of(config.oauth, ctx.caller))
         except Exception as error:  # noqa: BLE001 - the flow's failure, in words
@@ -259,6 +262,9 @@ class Pages:
             return self.ui.problem(
                 ctx, 404, "No such backend", "no backend with [backends.oauth] by that name"
             )
+        if config.oauth.shared and not ctx.may(ADMIN):
+            why = "the shared grant of a backend is an admin's to change"
+            return self.ui.problem(ctx, 403, "Not allowed", why)
         forgot = await grants.logout(config, ctx.caller)
         return await self.backends(
             ctx, notice=f"Disconnected from {config.name}" if forgot else "Not connected"
@@ -335,5 +341,6 @@ async def _accounts(rt: Any, caller: Any) -> dict[str, dict[str, Any]]:
             "scope": rows[0]["scope"] if rows else None,
             "expires_at": rows[0]["expires_at"].timestamp() if rows and rows[0]["expires_at"] else None,
             "machine": config.oauth.grant != "authorization_code",
+            "mine": not config.oauth.shared or ADMIN in caller.scopes,  # a shared grant is an admin's
         }
     return found
