@@ -470,16 +470,20 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
     def getitem(self, obj: Any, argument: Any) -> Any:
-        return _follow(super().getitem(obj, argument), obj)  # `pw[::-1]`, `pw[2:]`
+        item = super().getitem(obj, argument)
+        return _follow(item, obj) if isinstance(obj, str) and TAINTED.get() is not None else item
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         _check_binop(operator, left, right)
-        return _follow(super().call_binop(context, operator, left, right), left, right)
+        result = super().call_binop(context, operator, left, right)
+        return _follow(result, left, right) if TAINTED.get() is not None else result
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         _charge(_MACRO_STEPS if isinstance(__obj, Macro) else 1)
         args = _check_str_method(__obj, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
+        if TAINTED.get() is None:
+            return result
         return _follow(result, getattr(__obj, "__self__", None), *args, *kwargs.values())
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
@@ -490,6 +494,8 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 
     @staticmethod
     def tw_concat(parts: Iterable[Any]) -> str:
+        if TAINTED.get() is None:
+            return _concat(parts)
         items = tuple(parts)
         return _follow(_concat(items), *items)
 
@@ -565,6 +571,8 @@ def _charged(run: Callable[..., Any]) -> Callable[..., Any]:
         result = run(*args, **kwargs)
         if isinstance(result, str):
             _charge(0, len(result))
+        if TAINTED.get() is None:
+            return result
         return _follow(result, *args, *kwargs.values())
 
     return filtered
