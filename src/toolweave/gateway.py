@@ -151,12 +151,14 @@ class Gateway:
         for backend_config in self.config.backends:
             if not backend_config.enabled:
                 continue
-            options = (
-                {"errlog": self._errlog} if self._errlog is not None and not backend_config.python else {}
+            token_auth = (
+                await self.credentials.listing_auth(backend_config)
+                if backend_config.oauth is not None and self.credentials is not None
+                else None
             )
-            if backend_config.oauth is not None and self.credentials is not None:
-                options = {**options, "token_auth": await self.credentials.listing_auth(backend_config)}
-            backend = create_backend(backend_config, **options)
+            backend = create_backend(
+                backend_config, errlog=self._errlog, base_dir=self.base_dir, token_auth=token_auth
+            )
             if self.credentials is not None and backend_config.oauth is not None:
                 self.credentials.adopt(backend)
             backend.on_change(lambda _b: self.schedule_rebuild())

@@ -175,3 +175,24 @@ def test_decorator_keeps_the_function_callable() -> None:
     Module.double = double  # type: ignore[attr-defined]
     (spec,) = tools_of(Module)
     assert spec.name == "double" and spec.definition().description == "Double it."
+
+
+async def test_a_module_next_to_the_config_is_found_without_pythonpath(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))  # whatever is added is undone
+    (tmp_path / "tw_beside_config.py").write_text(
+        "import toolweave\n\n\n@toolweave.tool\ndef shout(text: str) -> str:\n    return text.upper()\n"
+    )
+    (tmp_path / "toolweave.toml").write_text('[[backends]]\nname = "mine"\npython = "tw_beside_config"\n')
+    async with toolweave.Gateway.from_config(tmp_path / "toolweave.toml") as gw:
+        assert gw.backends["mine"].status == "connected", gw.backends["mine"].last_error
+        assert text(await gw.call("mine__shout", {"text": "found"})) == "FOUND"
+
+
+async def test_a_module_found_nowhere_says_where_it_was_looked_for(tmp_path: Any) -> None:
+    (tmp_path / "toolweave.toml").write_text('[[backends]]\nname = "mine"\npython = "tw_nowhere_at_all"\n')
+    async with toolweave.Gateway.from_config(tmp_path / "toolweave.toml") as gw:
+        error = gw.backends["mine"].last_error or ""
+    assert "cannot load python module 'tw_nowhere_at_all'" in error
+    assert f"nor in the config's folder {tmp_path.resolve()}" in error and "PYTHONPATH" in error, error

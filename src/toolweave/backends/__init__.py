@@ -10,6 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from toolweave.backends.base import Backend
     from toolweave.config.models import BackendConfig
 
@@ -23,18 +25,23 @@ _HOMES = {
 }
 
 
-def create_backend(config: BackendConfig, **options: object) -> Backend:
+def create_backend(
+    config: BackendConfig, *, errlog: Any = None, base_dir: Path | None = None, token_auth: Any = None
+) -> Backend:
+    """The backend `config` describes. `errlog`: where a stdio child's stderr goes raw (default: log
+    records); `base_dir`: the config file's folder, where an in-process module is also looked for;
+    `token_auth`: an MCP backend's OAuth token flow (`[backends.oauth]`)."""
     if config.python:
         from toolweave.backends.python import PythonBackend
 
-        return PythonBackend(config)
+        return PythonBackend(config, base_dir=base_dir)
     if config.is_http_api:
         from toolweave.backends.http.backend import HttpApiBackend
 
         return HttpApiBackend(config)
     from toolweave.backends.mcp import MCPBackend
 
-    return MCPBackend(config, **options)  # type: ignore[arg-type]
+    return MCPBackend(config, errlog=errlog, token_auth=token_auth)
 
 
 __all__ = ["create_backend", *sorted(_HOMES)]

@@ -12,8 +12,10 @@ import asyncio
 import importlib
 import inspect
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar, overload
 
 import mcp_types as types
@@ -144,16 +146,41 @@ def tools_of(module: Any) -> list[ToolSpec]:
     return specs
 
 
+def import_beside(name: str, base_dir: Path | None) -> Any:
+    """Import module `name`; one that is not importable but sits in `base_dir` (the config's folder,
+    `mymodule.py` or a `mymodule/` package) is imported from there, that folder then added to the
+    end of `sys.path` (so it never shadows an installed module). Else the error says where it looked."""
+    top = name.split(".", 1)[0]
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name != top or base_dir is None:
+            raise
+        folder = str(base_dir.resolve())
+        if not (base_dir / f"{top}.py").is_file() and not (base_dir / top).is_dir():
+            raise ModuleNotFoundError(
+                f"no module named {top!r} on the Python path nor in the config's folder {folder}; "
+                "put it there, install it, or add its folder to PYTHONPATH",
+                name=top,
+            ) from None
+    if folder not in sys.path:
+        sys.path.append(folder)
+    importlib.invalidate_caches()
+    return importlib.import_module(name)
+
+
 class PythonBackend(Backend):
     """Functions of an importable module, called in-process (no serialisation hop)."""
 
-    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config, *, base_dir: Path | None = None) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config)
         self._specs: dict[str, ToolSpec] = {}
+        self.base_dir = base_dir
+        """The config file's folder: a module that is nowhere else is looked for there."""
 
     async def start(self) -> None:
         try:
-            module = importlib.import_module(self.config.python or "")
+            module = import_beside(self.config.python or "", self.base_dir)
             specs = tools_of(module)
             if not specs:
                 raise LookupError(
