@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 from playwright.async_api import expect
 
 from support.api import GREETER
@@ -90,6 +91,22 @@ async def test_tool_page_shows_definition_used_in_and_exports(browser: Any, tmp_
         await expect(page.locator("#used-in")).to_contain_text("greeter")
         await page.locator("#used-in").get_by_role("link", name="greeter").click()
         await expect(page.locator("h1")).to_contain_text("greeter")
+
+
+async def test_a_router_page_says_its_routing_even_when_the_definition_leaves_the_default(
+    api_env: None, tmp_path: Path
+) -> None:
+    rule_based = {  # no `routing` key: rule_based, the default
+        "name": "by_rule",
+        "description": "Greet, or multiply when asked.",
+        "operations": [{"slug": "greet", "tool": "py/greet"}, {"slug": "multiply", "tool": "py/multiply"}],
+        "default_operation": "greet",
+    }
+    raw = {"backends": [python_backend()], "composite_tools": [rule_based, GREETER]}
+    async with serve_ui(raw, tmp_path) as server, httpx.AsyncClient(base_url=server.url) as web:
+        shown = {name: (await web.get(f"/tools/{name}")).text for name in ("by_rule", "greeter")}
+    assert "Routing: <strong>rule_based</strong>" in shown["by_rule"]
+    assert "Routing: <strong>agent_driven</strong>" in shown["greeter"]
 
 
 async def test_degraded_composite_shows_every_problem(browser: Any, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from toolweave.catalog.catalog import Entry
+from toolweave.composite.router.config import RouterDef
 from toolweave.export.formats import FORMATS, export_tool
 from toolweave.server.api import present
 from toolweave.services.definitions import DefinitionService
@@ -132,6 +133,8 @@ def _references(definition: dict[str, Any]) -> list[str]:
 
 def _composite_view(service: DefinitionService, detail: dict[str, Any], tenant: str | None) -> ToolView:
     definition = detail.get("definition") or {}
+    if detail["kind"] == "router" and "routing" not in definition:  # left out as the default: say which
+        definition = {**definition, "routing": RouterDef.model_fields["routing"].default}
     return ToolView(
         name=detail["name"],
         kind=detail["kind"],
