@@ -159,7 +159,7 @@ def import_beside(name: str, base_dir: Path | None) -> Any:
         folder = str(base_dir.resolve())
         if not (base_dir / f"{top}.py").is_file() and not (base_dir / top).is_dir():
             raise ModuleNotFoundError(
-                f"no module named {top!r} on the Python path nor in the config's folder {folder}; "
+                f"No module named {top!r} on the Python path nor in the config's folder {folder}; "
                 "put it there, install it, or add its folder to PYTHONPATH",
                 name=top,
             ) from None
