@@ -6,8 +6,9 @@ scenario's credentials, and checks every request it sees. That script drives too
 its public interface: a generated config with `[backends.oauth]`, `toolweave login` (the "browser"
 follows the authorization redirect, `BROWSER`), `toolweave tools --local`, `toolweave call --local`.
 
-Cost: three toolweave processes per scenario; the 18 scenarios took ~6 minutes on a loaded 2-core
-machine and ~2 on an idle one (docs/backends-oauth.md#conformance).
+Cost: three toolweave processes per scenario (their start-up is most of it). Measured: the 18 took
+19 min 35 s in one pytest run on 2 cores at load average 12-15 (other suites running beside), about
+11 minutes run one after another at load ~8 (docs/backends-oauth.md#conformance).
 """
 
 from __future__ import annotations
