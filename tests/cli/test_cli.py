@@ -307,3 +307,12 @@ async def test_serve_over_http(write_config: WriteConfig, tmp_path: Path, gatewa
     stderr = process.stderr.read().decode() if process.stderr else ""
     assert f"MCP at http://127.0.0.1:{port}/mcp" in stderr.replace("\n", "")
     assert _processes_with_env(marker) == []  # no orphaned backend
+
+
+def test_version_prints_the_version_and_exits_0() -> None:
+    from toolweave import __version__
+
+    done = cli("--version")
+    assert done.exit_code == 0 and done.stdout == f"toolweave {__version__}\n"
+    bare = cli()
+    assert "Usage: toolweave" in bare.stdout + bare.stderr, "no arguments still shows the help"

@@ -16,6 +16,24 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from toolweave import __version__
+
+        print(f"toolweave {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+    ),
+) -> None:
+    """A composite tool gateway for AI agents."""
+
+
 app.command()(serve.serve)
 app.command()(tools.tools)
 app.command()(tools.call)
