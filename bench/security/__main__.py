@@ -203,7 +203,9 @@ async def run(samples: int, only: list[str], folder: Path) -> list[dict[str, Any
     )
     env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     bob = create_key(config, "bob", "tools:read,tools:call")
-    mallory = create_key(config, "mallory", "tools:read,tools:call,tools:admin,tools:federate")
+    scopes = "tools:read,tools:call,tools:admin,tools:federate"
+    mallory = {name: create_key(config, "mallory", scopes) for name in only}  # a key per attack: its
+    # penalties (a flooder's key is refused 10 s) and buckets do not carry over to the next attack
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, before anything is measured
         [*TOOLWEAVE, "serve", "--config", str(config)],
         env=env,
@@ -228,7 +230,7 @@ async def run(samples: int, only: list[str], folder: Path) -> list[dict[str, Any
                 idle = await bystander(http, samples)
                 outcomes: Any = multiprocessing.Queue()
                 attacker = multiprocessing.Process(
-                    target=_attack_process, args=(name, base, mallory, outcomes)
+                    target=_attack_process, args=(name, base, mallory[name], outcomes)
                 )
                 attacker.start()
                 await asyncio.sleep(1.0)
