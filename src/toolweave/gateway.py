@@ -42,6 +42,7 @@ from toolweave.executor.call_rates import CallRates, MemoryCallRates
 from toolweave.executor.in_flight import CallInFlight
 from toolweave.runs import MemoryRunStore, RunStore
 from toolweave.servers import VirtualServers
+from toolweave.tracing import CallTracer
 
 if TYPE_CHECKING:
     from toolweave.credentials.backends import OAuthBackends
@@ -68,6 +69,7 @@ class Gateway:
         errlog: Any = None,
         credentials: OAuthBackends | None = None,
         call_rates: CallRates | None = None,
+        tracer: CallTracer | None = None,
     ) -> None:
         """`runs`: where run records go (in memory by default); `backend_resolver`: picks the backend
         connection for a caller (a tenant's own credentials); `call_observer`: told of every
@@ -101,6 +103,7 @@ class Gateway:
             admission=Admission(config.policy.read_width, config.policy.concurrent_width),
             resolve_backend=backend_resolver,
             observe=call_observer,
+            tracer=tracer,
             startup_wait=self.wait_for_first_connections,
             call_rates=call_rates if call_rates is not None else MemoryCallRates(config.limits),
             semantic=(

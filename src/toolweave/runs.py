@@ -11,6 +11,8 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+from toolweave.actor import Actor
+
 MAX_LISTED = 500
 """The most run records one listing returns (REST `GET /runs` and `toolweave runs --limit`)."""
 
@@ -104,8 +106,11 @@ class RunStore(Protocol):
 
     def finish_run_nowait(self, record: RunRecord) -> None: ...
 
-    async def claim(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
-        """Move an interrupted run back to `running` under this process, atomically; None if taken."""
+    async def claim(
+        self, run_id: str, tenant: str | None = None, *, actor: Actor | None = None
+    ) -> RunRecord | None:
+        """Move an interrupted run back to `running` under this process, atomically; None if taken.
+        A store that keeps an audit log records `actor`'s resumption in the same transaction."""
         ...
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None: ...
@@ -139,7 +144,9 @@ class MemoryRunStore:
     def finish_run_nowait(self, record: RunRecord) -> None:
         self._runs[record.id] = record
 
-    async def claim(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
+    async def claim(
+        self, run_id: str, tenant: str | None = None, *, actor: Actor | None = None
+    ) -> RunRecord | None:
         """Nothing outlives this process, so nothing is ever interrupted and claimable."""
         return None
 

@@ -38,6 +38,17 @@ async def whoami_slowly(ctx: Context, seconds: float = 1.0) -> dict[str, Any]:
     return whoami(ctx)
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def trace_context(ctx: Context) -> dict[str, Any]:
+    """The W3C trace context the call carried: in its `_meta`, and in the HTTP request's headers."""
+    headers = {k.lower(): v for k, v in (ctx.headers or {}).items()}
+    meta = ctx.request_context.meta or {}
+    return {
+        "meta": {k: meta[k] for k in ("traceparent", "tracestate") if k in meta},
+        "headers": {k: headers[k] for k in ("traceparent", "tracestate") if k in headers},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, required=True)

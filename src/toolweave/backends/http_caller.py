@@ -43,6 +43,7 @@ import orjson
 from mcp.shared.inbound import encode_header_value, mcp_param_headers
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
+from toolweave import tracing
 from toolweave.backends import relay
 
 logger = logging.getLogger("toolweave.backends")
@@ -228,6 +229,9 @@ class HttpToolCaller:
         if progress is not None:
             meta = meta if meta is not None else {}
             meta["progressToken"] = request_id
+        traced = tracing.outgoing()
+        if traced is not None:  # the W3C trace context, in `_meta` and as HTTP headers
+            meta = {**(meta or {}), **traced}
         if meta is not None:
             params["_meta"] = meta
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
@@ -236,6 +240,8 @@ class HttpToolCaller:
             value = self._authorization()
             if value:
                 extra += f"authorization: {value}\r\n"
+        if traced is not None:
+            extra += "".join(f"{header}: {value}\r\n" for header, value in traced.items())
         header_map = self.header_maps.get(name) if self.modern else None
         if header_map:
             for header, value in mcp_param_headers(header_map, arguments).items():

@@ -40,7 +40,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from toolweave import sdk_compat
+from toolweave import sdk_compat, tracing
 from toolweave.backends import relay
 from toolweave.backends.base import Backend, TokenAuth, logger, unavailable_result
 from toolweave.backends.environment import child_env
@@ -565,6 +565,12 @@ class MCPBackend(Backend):
         async with asyncio.timeout(limit):
             if caller is not None:
                 return await self._lean_call(client, caller, name, arguments, progress)
+            traced = tracing.outgoing()
+            if (
+                traced is not None
+            ):  # the W3C trace context in `_meta`, as MCP's 2026-07-28 revision carries it
+                called = await client.call_tool(name, arguments, progress_callback=progress, meta=traced)  # type: ignore[arg-type]
+                return _unstamped(called)
             return _unstamped(await client.call_tool(name, arguments, progress_callback=progress))
 
     async def _lean_call(

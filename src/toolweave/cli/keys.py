@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from toolweave.actor import cli_actor
 from toolweave.cli.common import (
     ConfigOption,
     DatabaseOption,
@@ -80,7 +81,9 @@ def _created_here(url: str, tenant: str, scopes: list[str], name: str | None) ->
     from toolweave.server.api.present import key_out
     from toolweave.store import KeyRepository
 
-    info, secret = with_database(url, lambda db: KeyRepository(db).create(tenant, scopes, name=name))
+    info, secret = with_database(
+        url, lambda db: KeyRepository(db).create(tenant, scopes, name=name, actor=cli_actor())
+    )
     return {"key": key_out(info).model_dump(mode="json"), "secret": secret}
 
 
@@ -170,7 +173,7 @@ def _revoked_here(config: Any, database: str | None, key_id: str) -> dict[str, A
         from toolweave.services.change_feed import Change, announce
 
         try:
-            info = await KeyRepository(db).revoke(key_id)
+            info = await KeyRepository(db).revoke(key_id, actor=cli_actor())
         except NotFound:
             return {}
         await announce(db, Change("key", id=info.id), redis_url=redis_url)

@@ -23,6 +23,8 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from toolweave.actor import CLI_USER_AGENT
+
 T = TypeVar("T")
 URL_ENV = "TOOLWEAVE_URL"
 KEY_ENV = "TOOLWEAVE_API_KEY"
@@ -77,7 +79,7 @@ class Running:
         import urllib.error
         import urllib.request  # here: it loads ssl and tempfile, which most commands never need
 
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": CLI_USER_AGENT}
         data = None
         if body is not None:
             data = json.dumps(body).encode()

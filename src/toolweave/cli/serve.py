@@ -250,9 +250,11 @@ async def _serve_stdio(cfg: Config, server: str | None = None) -> None:
     from toolweave.gateway import Gateway
     from toolweave.server.mcp.front import MCPFront
     from toolweave.server.mcp.virtual import identity_of
+    from toolweave.telemetry import Tracing
 
     runs = await open_run_store_or_warn(cfg)
-    gateway = Gateway(cfg, runs=runs)  # backends' stderr: log records (backends/stderr.py)
+    tracing = Tracing.from_config(cfg)  # None unless [telemetry] / OTEL_* ask for traces
+    gateway = Gateway(cfg, runs=runs, tracer=tracing)  # backends' stderr: log records (backends/stderr.py)
     try:
         await gateway.start()
         print_backends(gateway.describe_backends(), err)
@@ -273,6 +275,8 @@ async def _serve_stdio(cfg: Config, server: str | None = None) -> None:
     finally:
         if runs is not None:
             await runs.close()
+        if tracing is not None:
+            tracing.close()  # exports what is queued (bounded by the exporter's timeout)
 
 
 async def open_run_store_or_warn(cfg: Config) -> Any:

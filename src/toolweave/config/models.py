@@ -456,6 +456,30 @@ class FederationConfig(StrictModel):
         return next((n for n in self.namespaces if n.name == name), None)
 
 
+class AuditConfig(StrictModel):
+    """`[audit]`: the audit log of every change (docs/observability.md)."""
+
+    retention: Duration = Field(default=365 * 86400.0, ge=0)
+    """Records older than this are deleted (checked at start and hourly); 0 keeps them forever."""
+
+
+class TelemetryConfig(StrictModel):
+    """`[telemetry]`: OpenTelemetry traces over OTLP (docs/observability.md); setting `otlp_endpoint`
+    turns them on. The standard `OTEL_*` variables fill what is not set here."""
+
+    otlp_endpoint: str = ""
+    """The collector's base URL, as in OTEL_EXPORTER_OTLP_ENDPOINT: OTLP/HTTP posts to `{url}/v1/traces`."""
+    otlp_protocol: Literal["http/protobuf", "grpc"] | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Sent with every export (a collector's API key)."""
+    sampling_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Share of traces kept (a client's sampled flag wins); default 1, or OTEL_TRACES_SAMPLER_ARG."""
+    service_name: str = ""
+    """`service.name` of the spans; default OTEL_SERVICE_NAME, else `toolweave`."""
+    trace_url: str = ""
+    """A trace viewer's URL with `{trace_id}` (`http://localhost:16686/trace/{trace_id}`): the run page links to it."""
+
+
 class Config(StrictModel):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     federation: FederationConfig = Field(default_factory=FederationConfig)
@@ -469,6 +493,8 @@ class Config(StrictModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     servers: list[ServerConfig] = Field(default_factory=list, max_length=1024)
     """Virtual servers (`[[servers]]`), each served at `/servers/{name}/mcp`."""
+    audit: AuditConfig = Field(default_factory=AuditConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     source: str | None = Field(default=None, exclude=True)
     """The file this config was read from, for relative paths."""
 

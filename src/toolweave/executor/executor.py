@@ -10,6 +10,7 @@ backend, or the composite's run (whose inner calls come back through a forked ex
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,7 @@ from toolweave.results import error_result
 from toolweave.runs import RunRecord
 from toolweave.secrets import TAINTED, follow_secrets
 from toolweave.suggest import closest
+from toolweave.tracing import CallTracer
 
 logger = logging.getLogger("toolweave.executor")
 
@@ -173,19 +175,24 @@ class ToolExecutor:
     async def _observed(
         self, entry: Entry, arguments: Any, progress: ProgressFn | None
     ) -> types.CallToolResult:
-        observe = self.registry.observe
+        registry = self.registry
+        observe = registry.observe
         run = self.run
-        if observe is None and run is None:
+        tracer = registry.tracer
+        if observe is None and run is None and tracer is None:
             return await self._checked(entry, arguments, progress)
-        started = time.perf_counter()
-        result = await self._checked(entry, arguments, progress)
-        seconds = time.perf_counter() - started
-        tenant, subject = self.session.tenant, self.session.caller
-        if run is not None:
-            run.events.append(trace.tool_result_event(entry, result, seconds, tenant, run.id, subject))
-        if observe is not None:
-            observe(entry, result, seconds, tenant, subject)
-        return result
+        with tracer.call(entry, self.session, self.depth) if tracer is not None else _UNTRACED as span:
+            started = time.perf_counter()
+            result = await self._checked(entry, arguments, progress)
+            seconds = time.perf_counter() - started
+            tenant, subject = self.session.tenant, self.session.caller
+            if run is not None:
+                run.events.append(trace.tool_result_event(entry, result, seconds, tenant, run.id, subject))
+            if observe is not None:
+                observe(entry, result, seconds, tenant, subject)
+            if span is not None:
+                span.finish(result)
+            return result
 
     async def _checked(
         self, entry: Entry, arguments: Any, progress: ProgressFn | None
@@ -199,19 +206,28 @@ class ToolExecutor:
         if type(checked) is str:
             return error_result(checked)
         arguments = checked
+        tracer = registry.tracer
         if approval.needs_approval(policy, entry):
+            asked_at = time.time_ns()
             refusal = await approval.refusal(entry, arguments, self.session)
+            if tracer is not None:
+                tracer.waited("approval", entry, asked_at)
             if refusal is not None:
                 return error_result(refusal)
         pool = self.pools.for_class(entry.tool_class)
         cap = registry.admission.cap_for(entry)
+        queued_at = time.time_ns() if tracer is not None else 0
         try:
             if cap is None:
                 async with pool:
                     admitted()
+                    if tracer is not None:
+                        _note_wait(tracer, entry, queued_at)
                     return await self._run(entry, arguments, progress)
             async with cap, pool:
                 admitted()
+                if tracer is not None:
+                    _note_wait(tracer, entry, queued_at)
                 return await self._run(entry, arguments, progress)
         except asyncio.CancelledError:
             raise
@@ -228,6 +244,8 @@ class ToolExecutor:
             return await self._call_backend(entry, arguments, progress)
         runs = self.registry.runs
         record, resume = recording.open_record(entry, arguments, self.session.tenant, self.session.caller)
+        if self.registry.tracer is not None:
+            self.registry.tracer.run(record)
         since = time.perf_counter()
         await recording.started(runs, record)
         if self.depth == 0:
@@ -256,9 +274,15 @@ class ToolExecutor:
         resolve = self.registry.resolve_backend
         if resolve is not None:
             backend = await resolve(backend, self.session)
-        return await backend.call_tool(
-            entry.backend_tool, arguments, timeout=entry.timeout, progress=progress
-        )
+        tracer = self.registry.tracer
+        if tracer is None:
+            return await backend.call_tool(
+                entry.backend_tool, arguments, timeout=entry.timeout, progress=progress
+            )
+        with tracer.backend(entry):
+            return await backend.call_tool(
+                entry.backend_tool, arguments, timeout=entry.timeout, progress=progress
+            )
 
     async def _run_composite(
         self,
@@ -303,3 +327,14 @@ class ToolExecutor:
         close = closest(name, [e.name for e in catalog.visible() if e.visible_to(tenant)])
         hint = f" Did you mean: {', '.join(close)}?" if close else " List the tools to see what exists."
         return error_result(f"unknown tool {name!r}.{hint}")
+
+
+_UNTRACED: contextlib.nullcontext[None] = contextlib.nullcontext()
+"""The span of a call when tracing is off (no object made per call)."""
+ADMISSION_SPAN_NS = 1_000_000
+"""A call that waited longer than this (1 ms) for its admission pool gets an `admission` span."""
+
+
+def _note_wait(tracer: CallTracer, entry: Entry, queued_at: int) -> None:
+    if time.time_ns() - queued_at > ADMISSION_SPAN_NS:
+        tracer.waited("admission", entry, queued_at)

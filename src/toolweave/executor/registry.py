@@ -23,6 +23,7 @@ from toolweave.executor.in_flight import InFlight
 from toolweave.executor.policy import Policy
 from toolweave.executor.session import Session
 from toolweave.runs import RunStore
+from toolweave.tracing import CallTracer
 
 BackendResolver = Callable[[Backend, Session], Awaitable[Backend]]
 """`(backend, session) -> the backend to call for this session` (the same one unless a tenant has credentials)."""
@@ -63,6 +64,7 @@ class Registry:
         "runs",
         "semantic",
         "startup_wait",
+        "tracer",
     )
 
     def __init__(
@@ -78,6 +80,7 @@ class Registry:
         startup_wait: StartupWait | None = None,
         semantic: SemanticRanker | None = None,
         call_rates: CallRates | None = None,
+        tracer: CallTracer | None = None,
     ) -> None:
         self.catalog = catalog
         """The current snapshot; the host swaps it whole (never mutates it)."""
@@ -91,6 +94,8 @@ class Registry:
         self.semantic = semantic
         self.call_rates = call_rates
         """Per-key and per-tenant call rates (`[limits]`), charged once per top-level call; None: unlimited."""
+        self.tracer = tracer
+        """Spans of every call (`toolweave.telemetry`); None: tracing is off, nothing is paid."""
         """Meaning-based ranking for `find_tools` (`[search.embeddings]`); None: lexical only."""
         self.in_flight = InFlight()
         """The top-level calls running now (what a stopping gateway waits for, or stops; its contents change,

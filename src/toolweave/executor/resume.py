@@ -34,6 +34,7 @@ from typing import Any
 
 import mcp_types as types
 
+from toolweave.actor import Actor
 from toolweave.catalog.catalog import Entry
 from toolweave.composite.annotations import effective_hints
 from toolweave.executor.executor import ToolExecutor
@@ -57,9 +58,14 @@ class ResumeError(Exception):
 
 
 async def resume_run(
-    executor: ToolExecutor, run_id: str, arguments: Mapping[str, Any] | None = None
+    executor: ToolExecutor,
+    run_id: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    actor: Actor | None = None,
 ) -> types.CallToolResult:
     """Continue an interrupted run as `executor`'s session; the result is the call's, with the same run id.
+    `actor` (who asked, from where) is handed to the run store's `claim` for its audit record.
 
     Raises ResumeError (404 unknown or another tenant's run, 409 not interrupted, already
     claimed or not resumable, 422 missing secrets or bad arguments) before anything runs.
@@ -85,7 +91,7 @@ async def resume_run(
         raise ResumeError(
             409, "not_resumable", "this gateway keeps runs in memory; only a database can resume them"
         )
-    claimed = await runs.claim(run_id, record.tenant)
+    claimed = await runs.claim(run_id, record.tenant, actor=actor)
     if claimed is None:
         raise ResumeError(
             409, "already_claimed", f"run {run_id!r} was resumed by another request or gateway just now"

@@ -16,6 +16,7 @@ from typing import Any
 
 import mcp_types as types
 
+from toolweave import tracing
 from toolweave.backends.federated import FederatedBackend
 from toolweave.backends.python import PythonBackend
 from toolweave.catalog.catalog import Entry
@@ -62,6 +63,7 @@ def tool_result_event(
         "tenant": tenant,
         "subject": subject,
         "run_id": run_id,
+        "trace_id": tracing.current_trace_id(),
         "at": time.time(),
     }
 

@@ -217,7 +217,9 @@ def server_app(
             *ui_routes(rt, identity.tokens, identity.public_url),
             Mount("/", app=build_api(rt)),
         ],
-        middleware=[auth],
+        middleware=[auth]
+        if rt.tracing is None
+        else [Middleware(rt.tracing.middleware_class, tracing=rt.tracing), auth],
         federation=federation_route(
             rt.gateway, require_auth=rt.require_auth, keys=lambda: rt.key_cache if rt.started else None
         ),

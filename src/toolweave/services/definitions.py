@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from toolweave.actor import Actor
 from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.composite import build_composite, parse_composite
 from toolweave.config.models import LimitsConfig
@@ -71,6 +72,14 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
+
+
+def _status_change(wanted: str | None, current: str) -> str | None:
+    """The status to store, or None when asking for it changes nothing (`active` on a `degraded` tool
+    stays degraded until it builds again)."""
+    if wanted is None or wanted == current or (wanted == "active" and current == "degraded"):
+        return None
+    return wanted
 
 
 def parse_definition(definition: Any, path: str = "definition") -> tuple[BaseModel | None, list[Problem]]:
@@ -264,11 +273,18 @@ class DefinitionService:
     # -- changes -----------------------------------------------------------
 
     async def create(
-        self, tenant: str | None, definition: Mapping[str, Any], status: str, note: str | None
+        self,
+        tenant: str | None,
+        definition: Mapping[str, Any],
+        status: str,
+        note: str | None,
+        *,
+        actor: Actor | None = None,
     ) -> StoredComposite:
+        """`actor` is who asked, for the audit record stored with the tool (None: not audited)."""
         async with self._lock:
             model = await self._validated(definition, tenant, exclude_id=None)
-            stored = await self.repo.create(tenant, definition, status=status, note=note)
+            stored = await self.repo.create(tenant, definition, status=status, note=note, actor=actor)
             self._known[stored.id] = _Known(stored, model)
             await self._apply()
             self._changed(stored)
@@ -283,8 +299,10 @@ class DefinitionService:
         status: str | None,
         note: str | None,
         expected_version: int | None,
+        actor: Actor | None = None,
     ) -> StoredComposite:
-        """Merge `patch` into the definition and/or change the status; nothing changes unless all is valid."""
+        """Merge `patch` into the definition and/or change the status; nothing changes unless all is valid.
+        A new definition and a new status are stored in one transaction, with one audit record."""
         async with self._lock:
             current = await self.repo.get(tool_id, tenant)
             definition = merge_patch(current.definition, patch) if patch is not None else None
@@ -297,21 +315,25 @@ class DefinitionService:
             else:
                 model = self._known[current.id].model if current.id in self._known else None
             stored = current
+            new_status = _status_change(status, current.status)
             if definition is not None:
                 stored = await self.repo.update(
-                    current.id, tenant, definition, note=note, expected_version=expected_version
+                    current.id,
+                    tenant,
+                    definition,
+                    note=note,
+                    expected_version=expected_version,
+                    status=new_status,
+                    actor=actor,
                 )
+                new_status = None
             elif expected_version is not None and expected_version != current.version:
                 raise Conflict(
                     f"composite tool {current.name!r} is at version {current.version}, not {expected_version}: "
                     "reload it and apply the change again"
                 )
-            if (
-                status is not None
-                and status != stored.status
-                and not (status == "active" and stored.status == "degraded")
-            ):
-                stored = await self.repo.set_status(current.id, tenant, status)
+            if new_status is not None:
+                stored = await self.repo.set_status(current.id, tenant, new_status, actor=actor)
             if model is None:
                 model, _problems = parse_definition(stored.definition)
             self._known[stored.id] = _Known(stored, model)
@@ -319,10 +341,12 @@ class DefinitionService:
             self._changed(stored)
             return self._known[stored.id].stored
 
-    async def delete(self, tool_id: str, tenant: str | None) -> StoredComposite:
+    async def delete(
+        self, tool_id: str, tenant: str | None, *, actor: Actor | None = None
+    ) -> StoredComposite:
         async with self._lock:
             current = await self.repo.get(tool_id, tenant)
-            await self.repo.delete(current.id, tenant)
+            await self.repo.delete(current.id, tenant, actor=actor)
             self._known.pop(current.id, None)
             await self._apply()
             self._changed(current)

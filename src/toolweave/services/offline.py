@@ -8,6 +8,7 @@ from typing import Any
 
 import mcp_types as types
 
+from toolweave.actor import cli_actor
 from toolweave.config.models import Config
 from toolweave.executor.resume import interrupted_run, resume_run
 from toolweave.export import export_tools
@@ -30,7 +31,7 @@ async def resume_offline(cfg: Config, run_id: str, arguments: dict[str, Any]) ->
             service = DefinitionService(gateway, CompositeRepository(db), TenantRepository(db), record=False)
             try:
                 await service.load()
-                return await resume_run(gateway.executor(), run_id, arguments)
+                return await resume_run(gateway.executor(), run_id, arguments, actor=cli_actor())
             finally:
                 await service.close()
                 await backends.close()

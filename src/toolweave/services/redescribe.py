@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from toolweave.actor import Actor
 from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
 from toolweave.problems import Problem
 from toolweave.services import llm
@@ -47,7 +48,12 @@ async def regenerate(
 
 
 async def save(
-    service: DefinitionService, stored: StoredComposite, tenant: str | None, text: str, source: str
+    service: DefinitionService,
+    stored: StoredComposite,
+    tenant: str | None,
+    text: str,
+    source: str,
+    actor: Actor | None = None,
 ) -> StoredComposite:
     """Store `text` as the description, a new version (validated like any edit; nothing changes if not)."""
     patch = (
@@ -62,4 +68,5 @@ async def save(
         status=None,
         note=f"description regenerated ({source})",
         expected_version=None,
+        actor=actor,
     )

@@ -17,12 +17,14 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from mcp_types import CallToolResult
 
+from toolweave.actor import Actor
 from toolweave.backends.federated.protocol import UNAUTHORIZED
 from toolweave.catalog.catalog import Entry
 from toolweave.config.models import Config
@@ -38,9 +40,11 @@ from toolweave.services.events import EventStream
 from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
 from toolweave.services.metrics import Metrics
+from toolweave.services.stats import ToolStats
 from toolweave.services.takeover import RunTakeover
 from toolweave.store import (
     ApiKeyInfo,
+    AuditRepository,
     CompositeRepository,
     Conflict,
     ConnectionRepository,
@@ -54,7 +58,11 @@ from toolweave.store import (
     TooSoon,
 )
 from toolweave.store.gateway_lock import GatewayLock
+from toolweave.store.stats import StatsRepository
+from toolweave.telemetry import Tracing
 
+AUDIT_PRUNE_INTERVAL = 3600.0
+"""Seconds between two deletions of audit records past `[audit] retention`."""
 RECONNECT_COOLDOWN = 30.0
 """Seconds between two reconnects of one shared backend asked for by tenants' keys."""
 
@@ -93,8 +101,10 @@ class ServerRuntime:
         self.composites = CompositeRepository(self.db)
         self.connections = ConnectionRepository(self.db)
         self.tenants = TenantRepository(self.db)
+        self.audit = AuditRepository(self.db)
         self.key_cache = KeyCache(self.keys)
         self.metrics = Metrics(instance=config.gateway.instance)
+        self.stats = ToolStats(StatsRepository(self.db))
         self.runs = SqlRunStore(self.db, on_orphaned=lambda run_ids: self.takeover.orphaned(run_ids))
         self.tenant_backends = TenantBackends(self.connections)
         self._tenant_reconnects: dict[str, float] = {}
@@ -118,6 +128,8 @@ class ServerRuntime:
             else None
         )
         """`[limits]` call rates for the whole deployment (Redis), or None: counted in this process."""
+        self.tracing = Tracing.from_config(config)
+        """OpenTelemetry traces (`[telemetry]`, `toolweave[otel]`); None: off, the SDK is not imported."""
         self.gateway = Gateway(
             config,
             credentials=self.grants,
@@ -126,6 +138,7 @@ class ServerRuntime:
             call_observer=self._observe,
             vector_store=SqlVectorStore(self.db),
             call_rates=self.call_rates,
+            tracer=self.tracing,
         )
         self.takeover = RunTakeover(self.gateway, self.runs, self.events.publish, self.metrics.instance)
         """Resumes the runs of gateways whose lease lapsed (`services.takeover`)."""
@@ -140,6 +153,7 @@ class ServerRuntime:
         self.key_revoked_listeners: list[Callable[[ApiKeyInfo], Awaitable[None]]] = []
         """Told of each revoked key, here or elsewhere (the server ends the key's MCP sessions)."""
         self._revocation_watch: asyncio.Task[None] | None = None
+        self._pruner: asyncio.Task[None] | None = None
         self.relay: FederationRelay | None = None
         self._gateway_lock: GatewayLock | None = None
         """Federated tools across the gateways sharing the database (with Redis)."""
@@ -151,6 +165,7 @@ class ServerRuntime:
         await self.db.start()
         self.database_ready = True
         await self.runs.start()
+        self.stats.start()
         await self.gateway.start(wait=self.wait_for_backends)
         self.definitions = DefinitionService(self.gateway, self.composites, self.tenants)
         await self.definitions.load()
@@ -170,6 +185,9 @@ class ServerRuntime:
             )
         if self.events.relay is not None:
             await self.events.relay.start(self.events.deliver)
+        self.gateway.federation.namespace_listeners.append(self._audit_namespace)
+        if self.config.audit.retention > 0:
+            self._pruner = asyncio.get_running_loop().create_task(self._prune_audit_hourly())
         if settings.redis_url and self.config.federation.enabled:
             self.relay = FederationRelay(self.gateway.federation, self.db, settings.redis_url)
             await self.relay.start()
@@ -181,7 +199,47 @@ class ServerRuntime:
     ) -> None:
         """Every call the executor dispatched: counted (metrics), traced (logs, `GET /api/v1/events`)."""
         self.metrics.observe(entry, result, seconds, tenant)
+        self.stats.observe(entry, result, seconds, tenant)
         self.events.observe(entry, result, seconds, tenant, subject)
+
+    def _audit_namespace(self, event: str, namespace: str, client: Any) -> None:
+        """A federated namespace registered or dropped by a client connected here: one audit record,
+        written in the background (the federation's bookkeeping is synchronous and never waits)."""
+        tenant = getattr(client, "tenant", None)
+        actor = Actor(tenant=tenant, who=str(client.label), via="federation")
+        record = self.audit.record(
+            actor,
+            f"namespace.{event}",
+            tenant=tenant,
+            object_type="namespace",
+            object_id=namespace,
+            object_name=namespace,
+        )
+        self._spawn(self._logged(record, f"the audit record of namespace {namespace!r} {event}"))
+
+    async def _prune_audit_hourly(self) -> None:
+        """`[audit] retention`: delete older records now and every hour (one indexed DELETE)."""
+        while True:
+            cutoff = datetime.now(UTC) - timedelta(seconds=self.config.audit.retention)
+            try:
+                pruned = await self.audit.prune(cutoff)
+            except Exception:
+                logger.warning("cannot prune the audit log", exc_info=True)
+            else:
+                if pruned:
+                    logger.info("audit log: %d record(s) older than %s deleted", pruned, cutoff.isoformat())
+            await asyncio.sleep(AUDIT_PRUNE_INTERVAL)
+
+    async def _logged(self, write: Awaitable[None], what: str) -> None:
+        try:
+            await write
+        except Exception:
+            logger.exception("cannot write %s", what)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _lock_unshared_sqlite(self) -> None:
         """A SQLite file served without a change feed is this gateway's alone (`store.gateway_lock`)."""
@@ -266,9 +324,11 @@ class ServerRuntime:
 
     # -- changes the other gateways sharing the database must hear of --------
 
-    async def revoke_key(self, key_id: str, tenant: str | None = None) -> ApiKeyInfo:
+    async def revoke_key(
+        self, key_id: str, tenant: str | None = None, *, actor: Actor | None = None
+    ) -> ApiKeyInfo:
         """Revoke a key: refused here at once, and on the other gateways as soon as they hear of it."""
-        info = await self.keys.revoke(key_id, tenant)
+        info = await self.keys.revoke(key_id, tenant, actor=actor)
         self.key_cache.forget_key(info.id)
         await self._end_key(info)
         if self.sync is not None:
@@ -283,7 +343,9 @@ class ServerRuntime:
         backend = self.gateway.backends.get(name)
         return backend is not None and (tenant is None or backend.owner in (None, tenant))
 
-    async def reconnect_backend(self, name: str, tenant: str | None) -> dict[str, Any]:
+    async def reconnect_backend(
+        self, name: str, tenant: str | None, *, actor: Actor | None = None
+    ) -> dict[str, Any]:
         """Reconnect one configured backend now (REST `POST /backends/{name}/reconnect`, the UI's button).
 
         Only this gateway's connection: other gateways sharing the database keep theirs.
@@ -302,6 +364,15 @@ class ServerRuntime:
         if tenant is not None and backend.owner is None:
             self._bound_tenant_reconnects(name)
         logger.info("backend %s: reconnect asked for by %s", name, tenant or "the operator")
+        if actor is not None:
+            await self.audit.record(
+                actor,
+                "backend.reconnected",
+                tenant=backend.owner,
+                object_type="backend",
+                object_id=name,
+                object_name=name,
+            )
         await backend.reconnect()
         return backend.describe()
 
@@ -328,6 +399,8 @@ class ServerRuntime:
 
     async def close(self) -> None:
         """Stop in reverse order; each step runs even when an earlier one failed."""
+        if self._pruner is not None:
+            self._pruner.cancel()
         if self._revocation_watch is not None:
             self._revocation_watch.cancel()
             with contextlib.suppress(BaseException):
@@ -356,10 +429,19 @@ class ServerRuntime:
             await self.tenant_backends.close()
         with contextlib.suppress(Exception):
             await self.gateway.stop()
+        if self._tasks:  # audit records of the namespaces the stop just dropped, among others
+            await asyncio.wait(set(self._tasks), timeout=5.0)
+        with contextlib.suppress(Exception):
+            await self.stats.close()
         with contextlib.suppress(Exception):
             await self.runs.close()
         self.database_ready = False
         await self.db.close()
+        if (
+            self.tracing is not None
+        ):  # the spans still queued are exported (bounded by the exporter's timeout)
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.tracing.close)
         if self._gateway_lock is not None:
             self._gateway_lock.release()
             self._gateway_lock = None

@@ -7,6 +7,7 @@ The gateway core never imports this package; the server and CLI build a
 """
 
 from toolweave.store._sql import check_tenant
+from toolweave.store.audit import ALL_TENANTS, AuditFilter, AuditRecord, AuditRepository
 from toolweave.store.composites import (
     COMPOSITE_KINDS,
     COMPOSITE_STATUSES,
@@ -31,6 +32,7 @@ from toolweave.store.tenants import TenantInfo, TenantRepository
 from toolweave.store.tool_vectors import SqlVectorStore
 
 __all__ = [
+    "ALL_TENANTS",
     "COMPOSITE_KINDS",
     "COMPOSITE_STATUSES",
     "DEFAULT_KEY_FILE",
@@ -38,6 +40,9 @@ __all__ = [
     "SECRET_KEY_FILE_ENV",
     "VALID_SCOPES",
     "ApiKeyInfo",
+    "AuditFilter",
+    "AuditRecord",
+    "AuditRepository",
     "CompositeRepository",
     "Conflict",
     "ConnectionRepository",

@@ -23,10 +23,12 @@ from sqlalchemy import ColumnElement, Row, Select, and_, case, or_, select, upda
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from toolweave.actor import Actor
 from toolweave.composite.kinds import infer_kind
 from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
 from toolweave.fields import EXPOSED_NAME_RE
 from toolweave.store._sql import check_tenant, ensure_tenant, is_unique_violation, lock_name, require_json
+from toolweave.store.audit import write_audit
 from toolweave.store.database import Database
 from toolweave.store.errors import Conflict, Forbidden, NotFound
 from toolweave.store.tables import composite_tool_versions as versions_t
@@ -193,7 +195,10 @@ class CompositeRepository:
         definition: Mapping[str, Any],
         status: str = "active",
         note: str | None = None,
+        *,
+        actor: Actor | None = None,
     ) -> StoredComposite:
+        """A new tool at version 1; with `actor`, its audit record in the same transaction."""
         check_tenant(tenant)
         _check_status(status)
         name, kind = _identity(definition)
@@ -207,6 +212,8 @@ class CompositeRepository:
                 await _check_name_free(conn, name, tenant)
                 await conn.execute(tools_t.insert().values(**values))
                 await _add_version(conn, tool_id, 1, definition, note)
+                detail = {"kind": kind, "status": status, "note": note}
+                await _audit(conn, actor, "composite.created", tenant, tool_id, name, None, 1, detail)
         except IntegrityError as error:
             if is_unique_violation(error):
                 raise Conflict(f"a composite tool named {name!r} already exists") from None
@@ -243,12 +250,18 @@ class CompositeRepository:
         definition: Mapping[str, Any],
         note: str | None = None,
         expected_version: int | None = None,
+        *,
+        status: str | None = None,
+        actor: Actor | None = None,
     ) -> StoredComposite:
         """Store `definition` as the next version; Conflict if `expected_version` is not current.
 
-        Status and validation errors are kept: the caller revalidates and calls
-        `set_validation`, because only it knows the catalog.
+        `status`, when given, changes in the same transaction (one change, one audit record).
+        Validation errors are kept: the caller revalidates and calls `set_validation`, because
+        only it knows the catalog.
         """
+        if status is not None:
+            _check_status(status)
         _check_expected(expected_version)
         name, kind = _identity(definition)
         try:
@@ -259,17 +272,34 @@ class CompositeRepository:
                     await _check_name_free(conn, name, tenant, exclude_id=row.id)
                 await _bump(conn, row, name=name, kind=kind)
                 await _add_version(conn, row.id, row.version + 1, definition, note)
+                detail: dict[str, Any] = {"kind": kind, "note": note}
+                if status is not None and status != row.status:
+                    await _touch(conn, row.id, status=status)
+                    detail.update(status_before=row.status, status=status)
+                if name != row.name:
+                    detail["renamed_from"] = row.name
+                before, after = row.version, row.version + 1
+                await _audit(
+                    conn, actor, "composite.updated", row.tenant, row.id, name, before, after, detail
+                )
         except IntegrityError as error:
             if is_unique_violation(error):
                 raise Conflict(f"a composite tool named {name!r} already exists") from None
             raise
         return await self.get(row.id, tenant)
 
-    async def set_status(self, id_or_name: str, tenant: str | None, status: str) -> StoredComposite:
+    async def set_status(
+        self, id_or_name: str, tenant: str | None, status: str, *, actor: Actor | None = None
+    ) -> StoredComposite:
         _check_status(status)
         async with self._db.write() as conn:
             row = await _find_writable(conn, id_or_name, tenant)
             await _touch(conn, row.id, status=status)
+            detail = {"status_before": row.status, "status": status}
+            version = row.version
+            await _audit(
+                conn, actor, "composite.status", row.tenant, row.id, row.name, version, version, detail
+            )
         return await self.get(row.id, tenant)
 
     async def set_validation(self, tool_id: str, errors: Sequence[str] | None) -> StoredComposite:
@@ -287,10 +317,14 @@ class CompositeRepository:
             await _touch(conn, row.id, status=status, validation_errors=cleaned)
         return await self.get(row.id, row.tenant)
 
-    async def delete(self, id_or_name: str, tenant: str | None) -> None:
+    async def delete(self, id_or_name: str, tenant: str | None, *, actor: Actor | None = None) -> None:
         async with self._db.write() as conn:
             row = await _find_writable(conn, id_or_name, tenant)
             await _touch(conn, row.id, deleted_at=utcnow())
+            detail = {"kind": row.kind, "status": row.status}
+            await _audit(
+                conn, actor, "composite.deleted", row.tenant, row.id, row.name, row.version, None, detail
+            )
 
     async def versions(self, id_or_name: str, tenant: str | None) -> list[VersionInfo]:
         """Oldest first, each with its full definition."""
@@ -335,6 +369,31 @@ async def _bump(conn: AsyncConnection, row: Row[Any], *, name: str, kind: str) -
     )
     if (await conn.execute(statement)).rowcount != 1:
         raise Conflict(f"composite tool {row.name!r} was changed concurrently: reload it and try again")
+
+
+async def _audit(
+    conn: AsyncConnection,
+    actor: Actor | None,
+    action: str,
+    tenant: str | None,
+    tool_id: str,
+    name: str,
+    before: int | None,
+    after: int | None,
+    detail: dict[str, Any],
+) -> None:
+    await write_audit(
+        conn,
+        actor,
+        action,
+        tenant=tenant,
+        object_type="composite",
+        object_id=tool_id,
+        object_name=name,
+        before=before,
+        after=after,
+        detail={key: value for key, value in detail.items() if value is not None},
+    )
 
 
 async def _touch(conn: AsyncConnection, tool_id: str, **values: Any) -> None:

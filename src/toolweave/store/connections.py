@@ -18,8 +18,10 @@ import orjson
 from sqlalchemy import ColumnElement, and_, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from toolweave.actor import Actor
 from toolweave.fields import BACKEND_NAME_RE
 from toolweave.store._sql import check_tenant, ensure_tenant, lock_name
+from toolweave.store.audit import write_audit
 from toolweave.store.crypto import SecretBox, SecretDict
 from toolweave.store.database import Database
 from toolweave.store.errors import NotFound, SecretKeyError
@@ -86,8 +88,11 @@ class ConnectionRepository:
             self._box = SecretBox.resolve(self._db, key_file=self._key_file)
         return self._box
 
-    async def put(self, tenant: str | None, backend: str, secrets: Mapping[str, str]) -> ConnectionSummary:
-        """Create or replace the tenant's secrets for `backend` (the whole set, not a merge)."""
+    async def put(
+        self, tenant: str | None, backend: str, secrets: Mapping[str, str], *, actor: Actor | None = None
+    ) -> ConnectionSummary:
+        """Create or replace the tenant's secrets for `backend` (the whole set, not a merge).
+        With `actor`, the audit record (the header names, never their values) commits with it."""
         check_tenant(tenant)
         _check_backend(backend)
         values = _check_secrets(secrets)
@@ -98,6 +103,7 @@ class ConnectionRepository:
             await ensure_tenant(conn, tenant)
             await lock_name(conn, "connection", f"{tenant or ''}/{backend}")
             await _save(conn, tenant, backend, {"key_names": list(values), "secret": blob, "updated_at": now})
+            await _audit(conn, actor, "connection.stored", tenant, backend, {"keys": list(values)})
         return {"backend": backend, "keys": list(values), "updated_at": now}
 
     async def get(self, tenant: str | None, backend: str) -> SecretDict | None:
@@ -120,9 +126,11 @@ class ConnectionRepository:
             rows = (await conn.execute(query)).all()
         return [{"backend": r.backend, "keys": list(r.key_names), "updated_at": r.updated_at} for r in rows]
 
-    async def delete(self, tenant: str | None, backend: str) -> None:
+    async def delete(self, tenant: str | None, backend: str, *, actor: Actor | None = None) -> None:
         async with self._db.write() as conn:
             result = await conn.execute(delete(connections).where(_scope(tenant, backend)))
+            if result.rowcount == 1:
+                await _audit(conn, actor, "connection.deleted", tenant, backend, None)
         if result.rowcount == 0:
             raise NotFound(f"{_describe(tenant, backend)} does not exist")
 
@@ -140,6 +148,26 @@ class ConnectionRepository:
         if payload.get("tenant") != tenant or payload.get("backend") != backend:
             raise SecretKeyError(f"{what} holds data encrypted for another tenant or backend; refusing it")
         return SecretDict(payload["secrets"])
+
+
+async def _audit(
+    conn: AsyncConnection,
+    actor: Actor | None,
+    action: str,
+    tenant: str | None,
+    backend: str,
+    detail: dict[str, Any] | None,
+) -> None:
+    await write_audit(
+        conn,
+        actor,
+        action,
+        tenant=tenant,
+        object_type="connection",
+        object_id=backend,
+        object_name=backend,
+        detail=detail,
+    )
 
 
 async def _save(conn: AsyncConnection, tenant: str | None, backend: str, values: dict[str, Any]) -> None:

@@ -21,7 +21,9 @@ from typing import Any
 
 from sqlalchemy import Row, Select, func, select, update
 
+from toolweave.actor import Actor
 from toolweave.store._sql import check_tenant, ensure_tenant
+from toolweave.store.audit import write_audit
 from toolweave.store.database import Database
 from toolweave.store.errors import NotFound
 from toolweave.store.tables import api_keys, utcnow
@@ -105,9 +107,10 @@ class KeyRepository:
         self._db = db
 
     async def create(
-        self, tenant: str, scopes: Iterable[str] | str, name: str | None = None
+        self, tenant: str, scopes: Iterable[str] | str, name: str | None = None, *, actor: Actor | None = None
     ) -> tuple[ApiKeyInfo, str]:
-        """Returns the key's info and the plaintext key; the plaintext cannot be recovered later."""
+        """Returns the key's info and the plaintext key; the plaintext cannot be recovered later.
+        With `actor`, the audit record (prefix and scopes, never the key) commits with the key."""
         if tenant is None:
             raise ValueError("an API key needs a tenant")
         check_tenant(tenant)
@@ -127,6 +130,8 @@ class KeyRepository:
         async with self._db.write() as conn:
             await ensure_tenant(conn, tenant)
             await conn.execute(api_keys.insert().values(**values))
+            detail = {"prefix": values["prefix"], "scopes": list(checked)}
+            await _audit(conn, actor, "key.created", tenant, values["id"], name, detail)
         info = ApiKeyInfo(
             **{k: v for k, v in values.items() if k not in ("key_hash", "scopes")},
             scopes=checked,
@@ -188,8 +193,10 @@ class KeyRepository:
         async with self._db.read() as conn:
             return int((await conn.execute(query)).scalar_one())
 
-    async def revoke(self, key_id: str, tenant: str | None = None) -> ApiKeyInfo:
-        """Revoke now; revoking twice keeps the first revocation time."""
+    async def revoke(
+        self, key_id: str, tenant: str | None = None, *, actor: Actor | None = None
+    ) -> ApiKeyInfo:
+        """Revoke now; revoking twice keeps the first revocation time (and writes no second record)."""
         async with self._db.write() as conn:
             row = (await conn.execute(_by_id(key_id, tenant).with_for_update())).one_or_none()
             if row is None:
@@ -198,7 +205,29 @@ class KeyRepository:
                 return _info(row)
             now = utcnow()
             await conn.execute(update(api_keys).where(api_keys.c.id == key_id).values(revoked_at=now))
+            await _audit(conn, actor, "key.revoked", row.tenant, key_id, row.name, {"prefix": row.prefix})
         return replace(_info(row), revoked_at=now)
+
+
+async def _audit(
+    conn: Any,
+    actor: Actor | None,
+    action: str,
+    tenant: str,
+    key_id: str,
+    name: str | None,
+    detail: dict[str, Any],
+) -> None:
+    await write_audit(
+        conn,
+        actor,
+        action,
+        tenant=tenant,
+        object_type="key",
+        object_id=key_id,
+        object_name=name,
+        detail=detail,
+    )
 
 
 def _by_id(key_id: str, tenant: str | None) -> Select[Any]:

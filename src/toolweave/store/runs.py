@@ -32,8 +32,10 @@ from sqlalchemy import Row, bindparam, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from toolweave.actor import Actor
 from toolweave.runs import RunRecord, StepRecord
 from toolweave.store._sql import upsert
+from toolweave.store.audit import write_audit
 from toolweave.store.database import Database
 from toolweave.store.tables import gateway_instances, run_steps, runs
 
@@ -383,10 +385,13 @@ class SqlRunStore:
         """Runs cut off by a stopped gateway: candidates to resume (see `claim`)."""
         return await self.list_runs(tenant=tenant, tool=tool, status="interrupted", limit=limit)
 
-    async def claim(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
+    async def claim(
+        self, run_id: str, tenant: str | None = None, *, actor: Actor | None = None
+    ) -> RunRecord | None:
         """Atomically move an interrupted run back to `running` under this instance.
 
         None if it is not interrupted (any more): two gateways can never both resume it.
+        With `actor`, the `run.resumed` audit record commits with the claim.
         """
         statement = (
             update(runs)
@@ -399,6 +404,8 @@ class SqlRunStore:
         async with self._db.write() as conn:
             await self._beat(conn)
             claimed = (await conn.execute(statement)).rowcount == 1
+            if claimed and actor is not None:
+                await _audit_resumed(conn, actor, run_id)
         return await self.get_run(run_id) if claimed else None
 
     async def start(self) -> int:
@@ -599,3 +606,17 @@ async def _upsert_many(
 
 def _interrupted_values() -> dict[str, Any]:
     return {"status": "interrupted", "error": func.coalesce(runs.c.error, INTERRUPTED_ERROR)}
+
+
+async def _audit_resumed(conn: AsyncConnection, actor: Actor, run_id: str) -> None:
+    row = (await conn.execute(select(runs.c.tool, runs.c.tenant).where(runs.c.id == run_id))).one()
+    await write_audit(
+        conn,
+        actor,
+        "run.resumed",
+        tenant=row.tenant,
+        object_type="run",
+        object_id=run_id,
+        object_name=row.tool,
+        detail={"status_before": "interrupted", "status": "running"},
+    )

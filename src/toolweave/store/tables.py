@@ -248,3 +248,42 @@ run_steps = Table(
     Column("error", Text, nullable=True),
     Column("start_ms", Float, nullable=True),
 )
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime(), nullable=False),
+    Column("tenant", String(128), nullable=True),
+    Column("actor", Text, nullable=False),
+    Column("via", String(16), nullable=False),
+    Column("source", Text, nullable=True),
+    Column("action", String(64), nullable=False),
+    Column("object_type", String(32), nullable=False),
+    Column("object_id", Text, nullable=False),
+    Column("object_name", Text, nullable=True),
+    Column("version_before", Integer, nullable=True),
+    Column("version_after", Integer, nullable=True),
+    Column("detail", JsonType, nullable=True),
+)
+"""One append-only row per change of state (`toolweave.store.audit`). `tenant` is the changed object's
+tenant (None: shared or gateway-wide), with no foreign key: records outlive a deleted tenant."""
+Index("ix_audit_log_tenant_id", audit_log.c.tenant, audit_log.c.id)
+Index("ix_audit_log_at", audit_log.c.at)
+
+tool_stats = Table(
+    "tool_stats",
+    metadata,
+    Column("span", Integer, primary_key=True),
+    Column("bucket", Integer, primary_key=True),
+    Column("tool", Text, primary_key=True),
+    Column("backend", Text, primary_key=True),
+    Column("tenant", String(128), primary_key=True),
+    Column("calls", Integer, nullable=False),
+    Column("errors", Integer, nullable=False),
+    Column("total_ms", Float, nullable=False),
+    Column("histogram", JsonType, nullable=False),
+)
+"""Per-tool health, rolled up (`toolweave.store.stats`): calls, errors and a latency histogram per
+tool, backend and tenant (`""`: the operator) per minute (`span` 60) and per hour (`span` 3600),
+`bucket` the epoch second it starts. Reading an hour or a day reads at most 60 or 24 rows a series."""

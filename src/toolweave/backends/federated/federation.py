@@ -49,6 +49,9 @@ class Federation:
         """Clients connected to this gateway (registered or still registering)."""
         self.local_listeners: list[Callable[[], None]] = []
         """Told when a client connected HERE registers or leaves (the relay announces it to other gateways)."""
+        self.namespace_listeners: list[Callable[[str, str, Server], None]] = []
+        """Told `("registered" | "dropped", namespace, client)` when a client connected HERE brings a
+        namespace into being or its last client here leaves (the audit log records both)."""
         self._numbers = itertools.count(1)
         self._flooded: dict[str | None, float] = {}
         """Key → until when its new connections are refused, after one of them flooded."""
@@ -177,6 +180,7 @@ class Federation:
                 len(manifest.tools),
             )
             self._changed()
+            self._namespace_event("registered", namespace, server)
         else:
             backend.servers.append(server)
             logger.info("federation: %s joined namespace %s", server.label, namespace)
@@ -195,6 +199,7 @@ class Federation:
                         "federation: namespace %s has no clients left (%s left)", namespace, server.label
                     )
                     self._changed()
+                    self._namespace_event("dropped", namespace, server)
                 self._local_changed(server)
 
     def local_servers(self, namespace: str) -> list[Server]:
@@ -210,6 +215,15 @@ class Federation:
                 listener()
             except Exception:
                 logger.exception("federation: a registration listener failed")
+
+    def _namespace_event(self, event: str, namespace: str, server: Server) -> None:
+        if server.relayed:
+            return
+        for listener in list(self.namespace_listeners):
+            try:
+                listener(event, namespace, server)
+            except Exception:
+                logger.exception("federation: a namespace listener failed")
 
     # -- disconnecting --------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from toolweave import tracing
 from toolweave.backends.federated import protocol
 
 logger = logging.getLogger("toolweave.federation")
@@ -95,7 +96,8 @@ class FederatedPeer:
             raise PeerLost(self.closed)
         request_id = next(self._ids)
         if progress is not None:
-            params = {**(params or {}), "_meta": {"progressToken": request_id}}
+            given = params or {}
+            params = {**given, "_meta": {**given.get("_meta", {}), "progressToken": request_id}}
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = _Pending(future, progress)
         try:
@@ -113,10 +115,12 @@ class FederatedPeer:
         self, name: str, arguments: dict[str, Any], *, timeout: float, progress: ProgressFn | None
     ) -> dict[str, Any]:
         self.in_flight += 1
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        traced = tracing.outgoing()
+        if traced is not None:  # the W3C trace context, in `_meta` as for any MCP backend
+            params["_meta"] = traced
         try:
-            return await self.request(
-                "tools/call", {"name": name, "arguments": arguments}, timeout=timeout, progress=progress
-            )
+            return await self.request("tools/call", params, timeout=timeout, progress=progress)
         finally:
             self.in_flight -= 1
 

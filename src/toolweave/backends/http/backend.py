@@ -33,6 +33,7 @@ import mcp_types as types
 import orjson
 from jsonschema.protocols import Validator
 
+from toolweave import tracing
 from toolweave.backends.base import Backend, unavailable_result
 from toolweave.backends.http.actions import action_spec
 from toolweave.backends.http.auth import (
@@ -355,6 +356,9 @@ class HttpApiBackend(Backend):
         """(URL, headers, OAuth2 token used) of one attempt, the credential added where it goes."""
         assert self._client is not None and self.base_url is not None
         headers = {**creds.headers, "Accept": op.accept, **parts.headers}
+        traced = tracing.outgoing()
+        if traced is not None:
+            headers.update(traced)
         query, cookies = list(parts.query), list(parts.cookies)
         token = None
         if plan is not None:

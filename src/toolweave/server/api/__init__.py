@@ -15,6 +15,7 @@ from fastapi.openapi.utils import get_openapi
 
 from toolweave import __version__
 from toolweave.server.api import (
+    audit,
     backends,
     batch,
     composites,
@@ -25,6 +26,7 @@ from toolweave.server.api import (
     keys,
     runs,
     servers,
+    stats,
     tools,
 )
 from toolweave.server.api.errors import install_error_handlers
@@ -65,7 +67,21 @@ def build_api(runtime: ServerRuntime) -> FastAPI:
     api.state.runtime = runtime
     install_error_handlers(api)
     v1 = APIRouter(prefix=PREFIX, responses=_ERRORS)
-    for module in (tools, batch, invoke, composites, runs, backends, connections, keys, events, servers):
+    modules = (
+        tools,
+        batch,
+        invoke,
+        composites,
+        runs,
+        backends,
+        connections,
+        keys,
+        events,
+        servers,
+        audit,
+        stats,
+    )
+    for module in modules:
         v1.include_router(module.router)
     api.include_router(v1)
 

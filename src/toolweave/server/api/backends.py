@@ -7,8 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
+from toolweave.actor import Actor
 from toolweave.executor import Session
-from toolweave.server.api.deps import ADMIN, READ, require, runtime
+from toolweave.server.api.deps import ADMIN, READ, actor, require, runtime
 from toolweave.server.api.models import BackendList, BackendOut
 from toolweave.services.runtime import ServerRuntime
 
@@ -51,12 +52,15 @@ async def list_backends(
     },
 )
 async def reconnect_backend(
-    name: str, caller: Session = Depends(require(ADMIN)), rt: ServerRuntime = Depends(runtime)
+    name: str,
+    caller: Session = Depends(require(ADMIN)),
+    rt: ServerRuntime = Depends(runtime),
+    who: Actor = Depends(actor),
 ) -> BackendOut:
     """Drop this gateway's connection to the backend and connect again at once (no backoff wait).
     Answers as the new attempt begins (`status` is then `reconnecting`, or already `connected`);
     calls in flight on the old connection fail as on any lost connection. While an attempt is under way
     asking again changes nothing; a tenant's key may reconnect a shared backend once every 30 s."""
-    found = await rt.reconnect_backend(name, caller.tenant)
+    found = await rt.reconnect_backend(name, caller.tenant, actor=who)
     own = {summary["backend"] for summary in await rt.connections.list(caller.tenant)}
     return backend_out(found, own)

@@ -13,11 +13,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Depends, Path, Response
 from pydantic import BaseModel
 
+from toolweave.actor import Actor
 from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
 from toolweave.executor import Session
 from toolweave.export import export_tool
 from toolweave.server.api import present
-from toolweave.server.api.deps import ADMIN, READ, definitions, require
+from toolweave.server.api.deps import ADMIN, READ, actor, definitions, require
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import (
     CompositeCreate,
@@ -86,10 +87,11 @@ async def create_composite(
     response: Response,
     caller: Session = Depends(require(ADMIN)),
     service: DefinitionService = Depends(definitions),
+    who: Actor = Depends(actor),
 ) -> CompositeDetail:
     """Validated first (definition, name clashes, a trial build against the live catalog); stored and
     served only when valid. An `active` tool is listed to MCP clients at once (list_changed)."""
-    stored = await service.create(caller.tenant, body.definition, body.status, body.note)
+    stored = await service.create(caller.tenant, body.definition, body.status, body.note, actor=who)
     response.headers["Location"] = f"/api/v1/composite-tools/{stored.id}"
     return present.stored_detail(service, stored)
 
@@ -107,6 +109,7 @@ async def update_composite(
     body: CompositeUpdate,
     caller: Session = Depends(require(ADMIN)),
     service: DefinitionService = Depends(definitions),
+    who: Actor = Depends(actor),
 ) -> CompositeDetail:
     """`definition` is merged into the current one (JSON merge patch). A rejected change stores nothing;
     the previous version keeps serving."""
@@ -120,16 +123,20 @@ async def update_composite(
         status=body.status,
         note=body.note,
         expected_version=body.expectedVersion,
+        actor=who,
     )
     return present.stored_detail(service, stored)
 
 
 @router.delete("/{id}", status_code=204, response_class=Response, summary="Delete a composite tool")
 async def delete_composite(
-    id: IdPath, caller: Session = Depends(require(ADMIN)), service: DefinitionService = Depends(definitions)
+    id: IdPath,
+    caller: Session = Depends(require(ADMIN)),
+    service: DefinitionService = Depends(definitions),
+    who: Actor = Depends(actor),
 ) -> Response:
     current = await _writable(service, id, caller.tenant)
-    await service.delete(current.id, caller.tenant)
+    await service.delete(current.id, caller.tenant, actor=who)
     return Response(status_code=204)
 
 
@@ -171,6 +178,7 @@ async def add_operation(
     body: OperationCreate,
     caller: Session = Depends(require(ADMIN)),
     service: DefinitionService = Depends(definitions),
+    who: Actor = Depends(actor),
 ) -> CompositeDetail:
     """Adds the operation (and its rules; `default: true` makes it the default operation) as a new version."""
     current = await _writable(service, id, caller.tenant)
@@ -195,6 +203,7 @@ async def add_operation(
         status=None,
         note=body.note,
         expected_version=body.expectedVersion,
+        actor=who,
     )
     return present.stored_detail(service, stored)
 
@@ -205,6 +214,7 @@ async def remove_operation(
     opId: Annotated[str, Path(max_length=200, description="The operation's slug")],
     caller: Session = Depends(require(ADMIN)),
     service: DefinitionService = Depends(definitions),
+    who: Actor = Depends(actor),
 ) -> CompositeDetail:
     """Also removes the rules that route to it and, if it was the default, the default. Refused (422)
     when what remains is not a valid router."""
@@ -225,7 +235,7 @@ async def remove_operation(
     if definition.get("default_operation") == opId:
         patch["default_operation"] = None
     stored = await service.update(
-        current.id, caller.tenant, patch=patch, status=None, note=None, expected_version=None
+        current.id, caller.tenant, patch=patch, status=None, note=None, expected_version=None, actor=who
     )
     return present.stored_detail(service, stored)
 
@@ -272,6 +282,7 @@ async def regenerate_description(
     body: Annotated[RegenerateRequest | None, Body()] = None,
     caller: Session = Depends(require(ADMIN)),
     service: DefinitionService = Depends(definitions),
+    who: Actor = Depends(actor),
 ) -> RegenerateResponse:
     """Rebuilds the mini-prompt from the operations' current descriptions and schemas (deterministic);
     with an LLM endpoint configured, the LLM rewrites it. `save` stores it as a new version."""
@@ -281,7 +292,7 @@ async def regenerate_description(
     rewritten = await redescribe.regenerate(service, found, use_llm=options.useLlm)
     version = None
     if options.save and isinstance(found, StoredComposite):
-        stored = await redescribe.save(service, found, caller.tenant, rewritten.text, rewritten.source)
+        stored = await redescribe.save(service, found, caller.tenant, rewritten.text, rewritten.source, who)
         version = stored.version
     return RegenerateResponse(
         description=rewritten.text,

@@ -12,8 +12,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Response
 
+from toolweave.actor import Actor
 from toolweave.executor import Session
-from toolweave.server.api.deps import ADMIN, READ, require, runtime
+from toolweave.server.api.deps import ADMIN, READ, actor, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import ConnectionList, ConnectionOut, ConnectionPut
 from toolweave.services.runtime import ServerRuntime
@@ -102,21 +103,25 @@ async def put_connection(
     body: ConnectionPut,
     caller: Session = Depends(require(ADMIN)),
     rt: ServerRuntime = Depends(runtime),
+    who: Actor = Depends(actor),
 ) -> ConnectionOut:
     """Replaces the whole set. Values are encrypted at rest and never returned."""
     _check_backend(rt, backend)
     _check_headers(body.headers)
-    summary = await rt.connections.put(caller.tenant, backend, body.headers)
+    summary = await rt.connections.put(caller.tenant, backend, body.headers, actor=who)
     rt.connection_changed(caller.tenant, backend)
     return ConnectionOut(backend=backend, keys=summary["keys"], updatedAt=summary["updated_at"])
 
 
 @router.delete("/{backend}", status_code=204, response_class=Response, summary="Delete a connection")
 async def delete_connection(
-    backend: BackendPath, caller: Session = Depends(require(ADMIN)), rt: ServerRuntime = Depends(runtime)
+    backend: BackendPath,
+    caller: Session = Depends(require(ADMIN)),
+    rt: ServerRuntime = Depends(runtime),
+    who: Actor = Depends(actor),
 ) -> Response:
     try:
-        await rt.connections.delete(caller.tenant, backend)
+        await rt.connections.delete(caller.tenant, backend, actor=who)
     except NotFound:
         raise ApiError(404, "not_found", f"no connection to backend {backend!r}") from None
     rt.connection_changed(caller.tenant, backend)

@@ -10,7 +10,9 @@ from collections.abc import Callable
 
 from fastapi import Request
 
+from toolweave.actor import Actor
 from toolweave.executor import Session
+from toolweave.server.actors import actor_for
 from toolweave.server.api.errors import ApiError
 from toolweave.server.auth import local_session
 from toolweave.server.mcp.front import SESSION_SCOPE_KEY
@@ -42,6 +44,11 @@ def session(request: Request) -> Session:
     if rt.require_auth:  # the middleware always sets one; never fall back to the operator's rights
         raise ApiError(401, "unauthorized", "an API key is required: send 'Authorization: Bearer tw_...'")
     return local_session()
+
+
+def actor(request: Request) -> Actor:
+    """Who is asking, from where: for the audit record of a change (`toolweave.store.audit`)."""
+    return actor_for(session(request), request, "rest")
 
 
 def require(scope: str) -> Callable[[Request], Session]:

@@ -13,9 +13,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
 
+from toolweave.actor import Actor
 from toolweave.executor import Session
 from toolweave.server.api import present
-from toolweave.server.api.deps import ADMIN, require, runtime
+from toolweave.server.api.deps import ADMIN, actor, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import KeyCreate, KeyCreated, KeyList, KeyOut
 from toolweave.services.runtime import ServerRuntime
@@ -45,7 +46,10 @@ async def list_keys(
 
 @router.post("", response_model=KeyCreated, status_code=201, summary="Create a key (shown once)")
 async def create_key(
-    body: KeyCreate, caller: Session = Depends(require(ADMIN)), rt: ServerRuntime = Depends(runtime)
+    body: KeyCreate,
+    caller: Session = Depends(require(ADMIN)),
+    rt: ServerRuntime = Depends(runtime),
+    who: Actor = Depends(actor),
 ) -> KeyCreated:
     """The answer's `secret` is the key: store it now, only its hash is kept. 403: another tenant, or a
     scope the caller's own key lacks; 422: no tenant named (operator), an invalid tenant or scope."""
@@ -56,7 +60,7 @@ async def create_key(
     if beyond and caller.tenant is not None:
         raise ApiError(403, "forbidden", f"this API key cannot grant scope(s) it lacks: {', '.join(beyond)}")
     try:
-        info, secret = await rt.keys.create(tenant, body.scopes, body.name)
+        info, secret = await rt.keys.create(tenant, body.scopes, body.name, actor=who)
     except (ValueError, StoreError) as error:
         raise ApiError(422, "invalid", str(error)) from None
     return KeyCreated(key=present.key_out(info), secret=secret)
@@ -67,10 +71,11 @@ async def revoke_key(
     id: Annotated[str, Path(max_length=64)],
     caller: Session = Depends(require(ADMIN)),
     rt: ServerRuntime = Depends(runtime),
+    who: Actor = Depends(actor),
 ) -> KeyOut:
     """Revoking twice keeps the first revocation time. 404: unknown, or another tenant's key."""
     try:
-        info = await rt.revoke_key(id, caller.tenant)
+        info = await rt.revoke_key(id, caller.tenant, actor=who)
     except NotFound:
         raise ApiError(404, "not_found", f"no API key {id!r}") from None
     return present.key_out(info)

@@ -252,7 +252,10 @@ class RunOut(BaseModel):
     events: list[dict[str, Any]] = Field(
         default_factory=list,
         description="A `tool_result` event per call the run made: tool, status, duration_ms, source "
-        "(backend | python | federated | composite), handler, toolkit, error",
+        "(backend | python | federated | composite), handler, toolkit, error, trace_id",
+    )
+    traceId: str | None = Field(
+        default=None, description="The OpenTelemetry trace of the call, when tracing was on ([telemetry])"
     )
 
 
@@ -335,3 +338,70 @@ class ConnectionOut(BaseModel):
 
 class ConnectionList(BaseModel):
     connections: list[ConnectionOut]
+
+
+class AuditRecordOut(BaseModel):
+    """One change of state: when, who, from where, what, which object, its version before and after."""
+
+    id: int = Field(description="Increasing; page on with `before=<the last id>`")
+    at: datetime
+    tenant: str | None = Field(description="The changed object's tenant (null: shared or gateway-wide)")
+    actor: str = Field(description="The caller's subject, its key (`key:tw_AbCd1234`), `local` or `cli:USER`")
+    via: Literal["rest", "ui", "cli", "mcp", "federation"]
+    source: str | None = Field(description="The client's address and user agent")
+    action: str = Field(
+        description="`composite.created`, `key.revoked`, `connection.stored`, `run.resumed`, ..."
+    )
+    objectType: str
+    objectId: str
+    objectName: str | None = None
+    versionBefore: int | None = None
+    versionAfter: int | None = None
+    detail: dict[str, Any] | None = Field(
+        default=None, description="Names and statuses, never a secret value"
+    )
+
+
+class AuditList(BaseModel):
+    records: list[AuditRecordOut] = Field(description="Newest first")
+    next: int | None = Field(description="Pass as `before` for the next (older) page; null on the last page")
+
+
+class StatsPoint(BaseModel):
+    at: datetime = Field(description="The bucket's start")
+    calls: int
+    errors: int
+    p95Ms: float | None = None
+
+
+class ToolHealth(BaseModel):
+    tool: str
+    backend: str = Field(description="The backend it runs on; `(composite)` for composite tools")
+    calls: int
+    errors: int
+    errorRate: float = Field(description="errors / calls (0 without calls)")
+    p50Ms: float | None = Field(description="Median latency, within ±12% (rolled-up histogram)")
+    p95Ms: float | None
+    series: list[StatsPoint] = Field(
+        description="Per minute (hour window) or per hour (day window), oldest first"
+    )
+
+
+class BackendHealth(BaseModel):
+    backend: str
+    calls: int
+    errors: int
+    errorRate: float
+    p50Ms: float | None
+    p95Ms: float | None
+
+
+class StatsOut(BaseModel):
+    window: Literal["hour", "day"]
+    start: datetime = Field(alias="from")
+    to: datetime
+    bucketSeconds: int
+    tools: list[ToolHealth] = Field(description="Busiest first")
+    backends: list[BackendHealth]
+
+    model_config = ConfigDict(populate_by_name=True)

@@ -129,6 +129,7 @@ def run_out(record: RunRecord) -> RunOut:
         startedAt=_utc(record.started_at),
         finishedAt=_utc(record.finished_at) if record.finished_at is not None else None,
         events=list(record.events),
+        traceId=_trace_id(record),
     )
 
 
@@ -148,3 +149,8 @@ def key_out(info: ApiKeyInfo) -> KeyOut:
 
 def _utc(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
+
+
+def _trace_id(record: RunRecord) -> str | None:
+    found = record.state.get("trace_id") if isinstance(record.state, dict) else None
+    return found if isinstance(found, str) else None

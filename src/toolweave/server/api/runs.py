@@ -7,11 +7,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 
+from toolweave.actor import Actor
 from toolweave.executor import Session
 from toolweave.executor.resume import ResumeError, resume_run
 from toolweave.runs import MAX_LISTED
 from toolweave.server.api import present
-from toolweave.server.api.deps import CALL, READ, require, runtime
+from toolweave.server.api.deps import CALL, READ, actor, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import CallResult, ResumeRequest, RunList, RunOut
 from toolweave.services.runtime import ServerRuntime
@@ -63,6 +64,7 @@ async def resume(
     body: Annotated[ResumeRequest | None, Body()] = None,
     caller: Session = Depends(require(CALL)),
     rt: ServerRuntime = Depends(runtime),
+    who: Actor = Depends(actor),
 ) -> CallResult:
     """Continue a run its gateway left `interrupted`, as the same run: completed workflow steps are not
     run again, and a step that was in flight only when its tool is idempotent or it retries. Secret
@@ -71,7 +73,7 @@ async def resume(
     interrupted, already resumed, or not resumable; 422: a missing secret (named) or bad arguments."""
     try:
         result = await resume_run(
-            rt.gateway.executor(caller), id, body.arguments if body is not None else None
+            rt.gateway.executor(caller), id, body.arguments if body is not None else None, actor=who
         )
     except ResumeError as error:
         raise ApiError(error.status, error.code, error.message, error.problems) from None

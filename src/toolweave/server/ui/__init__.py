@@ -13,7 +13,9 @@ from starlette.staticfiles import StaticFiles
 
 from toolweave.server.ui.admin_pages import AdminPages
 from toolweave.server.ui.app import ADMIN, CALL, PUBLIC, UiApp
+from toolweave.server.ui.audit_pages import AuditPages
 from toolweave.server.ui.builder_pages import BuilderPages
+from toolweave.server.ui.dashboard_pages import DashboardPages
 from toolweave.server.ui.describe_pages import DescribePages
 from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.live_calls import LiveCalls
@@ -59,6 +61,7 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
         Route("/build/yaml", ui.page(builder.legacy, scope=ADMIN), methods=["GET"]),
         Route("/build/catalog", ui.page(builder.catalog, scope=ADMIN), methods=["GET"]),
         Route("/admin", ui.page(admin.show, scope=ADMIN), methods=["GET"]),
+        Route("/audit", ui.page(AuditPages(ui).show, scope=ADMIN), methods=["GET"]),
         Route("/admin/keys", ui.page(admin.create_key, scope=ADMIN), methods=["POST"]),
         Route("/admin/keys/{key_id}/revoke", ui.page(admin.revoke_key, scope=ADMIN), methods=["POST"]),
         Route("/admin/connections", ui.page(admin.set_connection, scope=ADMIN), methods=["POST"]),
@@ -83,6 +86,7 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
         Route("/runs/{run_id}", ui.page(pages.run), methods=["GET"]),
         Route("/runs/{run_id}/resume", ui.page(pages.resume, scope=CALL), methods=["POST"]),
         Route("/backends", ui.page(pages.backends), methods=["GET"]),
+        Route("/dashboard", ui.page(DashboardPages(ui).show), methods=["GET"]),
         Route("/backends/{name}/reconnect", ui.page(pages.reconnect, scope=ADMIN), methods=["POST"]),
         Route("/backends/{name}/connect", ui.page(pages.connect, scope=CALL), methods=["POST"]),
         Route("/backends/{name}/disconnect", ui.page(pages.disconnect, scope=CALL), methods=["POST"]),

@@ -74,7 +74,7 @@ class AdminPages:
         if not scopes:
             return await self.page(ctx, problem="Choose at least one scope.", status=422)
         try:
-            _info, plaintext = await ctx.runtime.keys.create(tenant, scopes, name)
+            _info, plaintext = await ctx.runtime.keys.create(tenant, scopes, name, actor=ctx.actor)
         except (ValueError, StoreError) as error:
             return await self.page(ctx, problem=f"Not created: {error}", status=422)
         return await self.page(ctx, new_key=plaintext)
@@ -82,7 +82,7 @@ class AdminPages:
     async def revoke_key(self, ctx: PageContext) -> Response:
         key_id = ctx.request.path_params["key_id"][:64]
         try:
-            info = await ctx.runtime.revoke_key(key_id, ctx.caller.tenant)
+            info = await ctx.runtime.revoke_key(key_id, ctx.caller.tenant, actor=ctx.actor)
         except NotFound:
             return await self.page(ctx, problem=f"No key {key_id!r} here.", status=404)
         return await self.page(ctx, notice=f"Key {info.prefix}… revoked.")
@@ -100,7 +100,7 @@ class AdminPages:
         except ApiError as error:
             details = "; ".join(f"{p.path}: {p.message}" for p in error.problems) if error.problems else ""
             return await self.page(ctx, problem=f"{error.message} {details}".strip(), status=422)
-        await rt.connections.put(ctx.caller.tenant, backend, headers)
+        await rt.connections.put(ctx.caller.tenant, backend, headers, actor=ctx.actor)
         rt.connection_changed(ctx.caller.tenant, backend)
         return await self.page(ctx, notice=f"Connection to {backend} saved ({len(headers)} header(s)).")
 
@@ -108,7 +108,7 @@ class AdminPages:
         rt = ctx.runtime
         backend = ctx.request.path_params["backend"][:200]
         try:
-            await rt.connections.delete(ctx.caller.tenant, backend)
+            await rt.connections.delete(ctx.caller.tenant, backend, actor=ctx.actor)
         except NotFound:
             return await self.page(ctx, problem=f"No connection to {backend!r}.", status=404)
         rt.connection_changed(ctx.caller.tenant, backend)

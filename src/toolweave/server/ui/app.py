@@ -21,8 +21,10 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from toolweave.actor import Actor
 from toolweave.executor import Session
 from toolweave.identity import Identity
+from toolweave.server.actors import actor_for
 from toolweave.server.auth import local_session, session_for, session_for_token
 from toolweave.server.ui.security import secure
 from toolweave.server.ui.sessions import COOKIE, SessionStore, UiSession
@@ -48,6 +50,11 @@ class PageContext:
 
     def may(self, scope: str) -> bool:
         return scope in self.caller.scopes
+
+    @property
+    def actor(self) -> Actor:
+        """Who is asking, from where: for the audit record of a change made from this page."""
+        return actor_for(self.caller, self.request, "ui")
 
 
 Handler = Callable[[PageContext], Awaitable[Response]]

@@ -317,7 +317,9 @@ class BuilderPages:
                     422, "invalid_definition", f"{len(unreadable)} field(s) do not read", unreadable
                 )
             if editing is None:
-                stored = await service.create(ctx.caller.tenant, definition, status, "web UI builder")
+                stored = await service.create(
+                    ctx.caller.tenant, definition, status, "web UI builder", actor=ctx.actor
+                )
             else:
                 stored = await service.update(
                     editing.id,
@@ -326,6 +328,7 @@ class BuilderPages:
                     status=status,
                     note="web UI builder",
                     expected_version=editing.version,
+                    actor=ctx.actor,
                 )
         except DefinitionError as error:
             return self._page(

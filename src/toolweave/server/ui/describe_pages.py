@@ -88,7 +88,7 @@ class DescribePages:
                 ctx, name, text=text[:MAX_DESCRIPTION], source=source, problem=problem, saveable=True
             )
         try:
-            await redescribe.save(service, found, ctx.caller.tenant, text, source)
+            await redescribe.save(service, found, ctx.caller.tenant, text, source, ctx.actor)
         except (DefinitionError, StoreError) as error:
             message = error.message if isinstance(error, DefinitionError) else str(error)
             details = "; ".join(str(p) for p in getattr(error, "problems", []))

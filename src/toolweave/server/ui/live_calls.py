@@ -222,10 +222,12 @@ class LiveCalls:
             if not question.answer.done():
                 question.answer.cancel()
 
-    def cancel(self, call: LiveCall) -> None:
-        """Stop a running call (the executor records its run as cancelled)."""
+    def cancel(self, call: LiveCall) -> bool:
+        """Stop a running call (the executor records its run as cancelled); False if it had ended."""
         if call.task is not None and not call.task.done():
             call.task.cancel()
+            return True
+        return False
 
     def _expire(self) -> None:
         oldest = time.time() - KEEP_SECONDS

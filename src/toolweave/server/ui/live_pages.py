@@ -62,7 +62,15 @@ class LivePages:
         call = self._call(ctx)
         if call is None:
             return self._gone(ctx)
-        self.live.cancel(call)
+        if self.live.cancel(call):
+            await ctx.runtime.audit.record(
+                ctx.actor,
+                "call.cancelled",
+                tenant=ctx.caller.tenant,
+                object_type="call",
+                object_id=call.id,
+                object_name=call.tool,
+            )
         return self._fragment(ctx, call, "Cancelling…" if call.running else "")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -181,6 +182,7 @@ class Pages:
             may_call=ctx.may(CALL),
             result=result,
             problem=problem,
+            trace=_trace_link(ctx.runtime.config.telemetry.trace_url, record.state),
         )
 
     async def resume(self, ctx: PageContext) -> Response:
@@ -194,7 +196,9 @@ class Pages:
                 return await self.run(ctx, problem=f"Arguments: {read.problems['__json__']}")
             again = read.arguments
         try:
-            called = await resume_run(ctx.runtime.gateway.executor(ctx.caller), run_id, again)
+            called = await resume_run(
+                ctx.runtime.gateway.executor(ctx.caller), run_id, again, actor=ctx.actor
+            )
         except ResumeError as error:
             return await self.run(ctx, problem=error.message)
         return await self.run(ctx, result=result_view(called))
@@ -227,7 +231,7 @@ class Pages:
         """The Reconnect button: the runtime's one reconnect (which refuses whoever may not)."""
         name = ctx.request.path_params["name"]
         try:
-            await ctx.runtime.reconnect_backend(name, ctx.caller.tenant)
+            await ctx.runtime.reconnect_backend(name, ctx.caller.tenant, actor=ctx.actor)
         except NotFound as error:
             return self.ui.problem(ctx, 404, "No such backend", str(error))
         except Conflict as error:
@@ -344,3 +348,14 @@ async def _accounts(rt: Any, caller: Any) -> dict[str, dict[str, Any]]:
             "mine": not config.oauth.shared or ADMIN in caller.scopes,  # a shared grant is an admin's
         }
     return found
+
+
+TRACE_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def _trace_link(template: str, state: Any) -> tuple[str, str] | None:
+    """(trace id, viewer URL or "") of a traced run; the URL from `[telemetry] trace_url`'s template."""
+    trace_id = state.get("trace_id") if isinstance(state, dict) else None
+    if not isinstance(trace_id, str) or not TRACE_ID_RE.match(trace_id):
+        return None
+    return trace_id, template.replace("{trace_id}", trace_id) if template else ""
