@@ -270,6 +270,15 @@ class Pages:
             why = "the shared grant of a backend is an admin's to change"
             return self.ui.problem(ctx, 403, "Not allowed", why)
         forgot = await grants.logout(config, ctx.caller)
+        if forgot:
+            await ctx.runtime.audit.record(
+                ctx.actor,
+                "oauth.disconnected",
+                tenant=ctx.caller.tenant,
+                object_type="backend",
+                object_id=config.name,
+                object_name=config.name,
+            )
         return await self.backends(
             ctx, notice=f"Disconnected from {config.name}" if forgot else "Not connected"
         )
