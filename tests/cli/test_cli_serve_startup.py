@@ -4,6 +4,7 @@ backends are up, and each backend's tools appear (announced with list_changed) a
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import subprocess
 from pathlib import Path
@@ -191,3 +192,25 @@ async def test_served_connections_send_without_nagle_delay() -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_with_log_json_every_start_up_line_is_json(
+    write_config: WriteConfig, gateway: dict[str, str]
+) -> None:
+    """The listening line and each backend's line were plain text among the JSON log lines, which a
+    log shipper parsing the stream choked on."""
+    path = write_config({"gateway": gateway, "backends": [python_backend()]})
+    port = free_port()
+    process = serve(path, "--port", str(port), "--log-json")
+    try:
+        await asyncio.to_thread(wait_for_port, port, process, 30)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as api:
+            async with asyncio.timeout(30):
+                while (await api.get("/api/v1/backends")).json()["backends"][0]["status"] != "connected":  # noqa: ASYNC110
+                    await asyncio.sleep(0.1)
+    finally:
+        stop_process(process)
+    lines = [line for line in (process.stderr.read().decode() if process.stderr else "").splitlines() if line]
+    messages = [json.loads(line)["message"] for line in lines]  # every line is a JSON object
+    assert any(m.startswith(f"toolweave listening · MCP at http://127.0.0.1:{port}/mcp") for m in messages)
+    assert any(m.startswith("✓ py (python):") for m in messages), messages

@@ -98,7 +98,7 @@ def _serve(
     try:
         import asyncio
 
-        asyncio.run(_serve_http(cfg, listener, require_auth, state))
+        asyncio.run(_serve_http(cfg, listener, require_auth, state, _teller(cfg, log_json)))
     except (StoreError, ValueError, OSError) as error:  # an unreachable database: say so, no traceback
         err.print(f"[red]cannot start:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
@@ -152,7 +152,23 @@ def listen_or_exit(
     return sock
 
 
-async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, state: Path | None) -> None:
+def _teller(cfg: Config, log_json: bool) -> Callable[[str], None]:
+    """How `serve` tells the operator what happens (listening, each backend, stopping): rich text on the
+    terminal, or under `--log-json` (`log_format = "json"`) a JSON log line like every other line,
+    so a log shipper parsing the stream never meets plain text."""
+    if not (log_json or cfg.gateway.log_format == "json"):
+        return lambda markup: err.print(markup, highlight=False, soft_wrap=True)
+    import logging
+
+    from rich.text import Text
+
+    logger = logging.getLogger("toolweave.serve")
+    return lambda markup: logger.info(Text.from_markup(markup).plain.strip())
+
+
+async def _serve_http(
+    cfg: Config, listener: socket.socket, require_auth: bool, state: Path | None, say: Callable[[str], None]
+) -> None:
     import uvicorn
 
     from toolweave.identity import public_url_for
@@ -166,14 +182,13 @@ async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, 
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     if gateway.credentials is not None:  # where backends' authorization servers send people back
         gateway.credentials.callback_url = public_url + "/oauth/callback"
-    err.print(
+    say(
         f"toolweave listening · MCP at [bold]{url}/mcp[/] · REST at {url}/api/v1 · "
-        f"{len(gateway.backends)} backend(s) connecting",
-        soft_wrap=True,
+        f"{len(gateway.backends)} backend(s) connecting"
     )
     if cfg.ui.enabled:
-        err.print(f"web UI at [bold]{url}/[/] · API docs at {url}/docs", soft_wrap=True)
-    announce_backends(gateway)
+        say(f"web UI at [bold]{url}/[/] · API docs at {url}/docs")
+    announce_backends(gateway, say)
 
     from toolweave.cli.stopping import GatewayServer
 
@@ -187,7 +202,7 @@ async def _serve_http(cfg: Config, listener: socket.socket, require_auth: bool, 
             ws_max_size=2 * cfg.federation.max_frame_bytes,
         ),
         gateway,
-        say=lambda line: err.print(escape(line), highlight=False, soft_wrap=True),
+        say=lambda line: say(escape(line)),
         on_shutdown=lambda: _stopping(app, state),
     )
     await server.serve(sockets=[listener])
@@ -200,7 +215,7 @@ def _stopping(app: Any, state: Path | None) -> None:
     app.state.front.stop_listening()
 
 
-def announce_backends(gateway: Any) -> None:
+def announce_backends(gateway: Any, say: Callable[[str], None] | None = None) -> None:
     """Print each backend when its first connection attempt ends (and whenever its status changes
     after), while the gateway already serves: its tools appear, with `list_changed`, as it connects."""
     shown: dict[str, str] = {}
@@ -222,7 +237,10 @@ def announce_backends(gateway: Any) -> None:
             line = (
                 f"  [red]✗[/] {escape(backend.name)} ({described['transport']}): {backend.status}: {reason}"
             )
-        err.print(line, highlight=False, soft_wrap=True)
+        if say is None:
+            err.print(line, highlight=False, soft_wrap=True)
+        else:
+            say(line)
 
     for backend in gateway.backends.values():
         show(backend)
