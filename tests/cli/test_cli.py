@@ -316,3 +316,13 @@ def test_version_prints_the_version_and_exits_0() -> None:
     assert done.exit_code == 0 and done.stdout == f"toolweave {__version__}\n"
     bare = cli()
     assert "Usage: toolweave" in bare.stdout + bare.stderr, "no arguments still shows the help"
+
+
+def test_validate_says_what_it_waits_for_and_calls_a_slow_backend_slow(write_config: WriteConfig) -> None:
+    slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": "30"}, connect_timeout="120s")
+    path = write_config({"gateway": {"startup_timeout": "1s"}, "backends": [slow]})
+    done = cli("validate", "-c", str(path))
+    said = done.stderr.replace("\n", " ")
+    assert done.exit_code == 1
+    assert "connecting 1 backend(s) (at most 1 s)" in said, said
+    assert "backends[0] (slow): did not start within 1 s (gateway.startup_timeout)" in said, said

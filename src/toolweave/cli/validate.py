@@ -91,6 +91,17 @@ def _load_for_validation(path: Path) -> tuple[Config | None, list[Any], list[str
     return cfg, issues, paths
 
 
+def _not_connected(backend: Any, waited: float) -> str:
+    """Why a backend is not connected; one still on its first attempt is slow, not broken (yet)."""
+    if backend.status == "starting":
+        return (
+            f"did not start within {waited:g} s (gateway.startup_timeout); a server that npx or uvx "
+            "fetches on its first run can take longer: run validate again, or raise startup_timeout "
+            "and the backend's connect_timeout"
+        )
+    return backend.last_error or backend.status
+
+
 async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Problem]) -> list[Problem]:
     """What only the live backends reveal, each problem with its path in the config file.
 
@@ -103,6 +114,9 @@ async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Prob
 
     problems, unusual = await issuer_problems(cfg)
     warnings.extend(unusual)
+    enabled = [b for b in cfg.backends if b.enabled]
+    if enabled:  # npx and uvx fetch a package on first run: say what the wait is for
+        err.print(f"connecting {len(enabled)} backend(s) (at most {cfg.gateway.startup_timeout:g} s)…")
     async with Gateway(cfg) as gateway:
         documents, skips = await live_checks(list(gateway.backends.values()), cfg.backends)
         problems.extend(documents)
@@ -111,7 +125,7 @@ async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Prob
             backend = gateway.backends.get(backend_config.name)
             if backend is not None and backend.status != "connected":
                 where = f"backends[{index}] ({backend.name})"
-                problems.append(Problem(where, backend.last_error or backend.status))
+                problems.append(Problem(where, _not_connected(backend, cfg.gateway.startup_timeout)))
         where: dict[str, str] = {}
         for path, definition in zip(paths, cfg.composite_tools, strict=True):
             where.setdefault(getattr(definition, "name", ""), path)
