@@ -326,3 +326,13 @@ def test_validate_says_what_it_waits_for_and_calls_a_slow_backend_slow(write_con
     assert done.exit_code == 1
     assert "connecting 1 backend(s) (at most 1 s)" in said, said
     assert "backends[0] (slow): did not start within 1 s (gateway.startup_timeout)" in said, said
+
+
+def test_a_one_shot_call_starts_only_the_backends_it_needs() -> None:
+    from toolweave.cli.tools import needed_backends
+    from toolweave.config.loader import load_config
+
+    demo = load_config(Path(__file__).parents[2] / "examples" / "demo.toml")
+    assert needed_backends(demo, "notes__search") == {"notes"}
+    assert needed_backends(demo, "search_all") == {"notes", "docs"}  # a fan-out: its targets' backends
+    assert needed_backends(demo, "no_such_tool") is None  # unknown: start everything, the error says why

@@ -121,8 +121,45 @@ def _called_by(running: Running, name: str, arguments: dict[str, Any]) -> dict[s
     return {key: value for key, value in answer.items() if value is not None}
 
 
+def needed_backends(cfg: Any, name: str) -> set[str] | None:
+    """The backends a call of `name` needs, from the config alone (a composite's references, followed
+    through composites); None when that cannot be told (an alias, a backend without namespace): all."""
+    from toolweave.composite.kinds import tool_references
+    from toolweave.fields import split_tool_ref
+
+    composites = {getattr(d, "name", None): d for d in cfg.composite_tools}
+    backends = {b.name: b for b in cfg.backends}
+    if any(not b.namespace or b.tools for b in cfg.backends):
+        return None  # names the config alone cannot map to a backend
+    needed: set[str] = set()
+    pending, seen = [name], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in composites:
+            pending.extend(reference.tool for reference in tool_references(composites[current]))
+            continue
+        parts = split_tool_ref(current)
+        backend = parts[0] if parts else current.split(cfg.gateway.separator, 1)[0]
+        if backend not in backends or (parts is None and cfg.gateway.separator not in current):
+            return None
+        needed.add(backend)
+    return needed
+
+
+def _only(cfg: Any, needed: set[str] | None) -> Any:
+    """`cfg` with every backend a one-shot call does not need disabled (started: none of them)."""
+    if needed is None:
+        return cfg
+    kept = [b if b.name in needed else b.model_copy(update={"enabled": False}) for b in cfg.backends]
+    return cfg.model_copy(update={"backends": kept})
+
+
 def _called_here(config: Any, name: str, arguments: dict[str, Any], local: bool) -> dict[str, Any]:
     cfg = load_config_or_exit(config)
+    cfg = _only(cfg, needed_backends(cfg, name))
     quiet_logging("error")
     said_which(None, local)
 
