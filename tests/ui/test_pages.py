@@ -159,3 +159,13 @@ async def test_security_headers_and_offline_docs(browser: Any, tmp_path: Path) -
         await page.goto(f"{server.url}/redoc")
         await expect(page.locator("h1").first).to_contain_text("toolweave", timeout=15000)
         assert outside == []
+
+
+async def test_the_ui_has_a_favicon(api_env: None, tmp_path: Path) -> None:
+    raw = {"backends": [python_backend()]}
+    async with serve_ui(raw, tmp_path) as server, httpx.AsyncClient(base_url=server.url) as web:
+        icon = await web.get("/favicon.ico")
+        page = (await web.get("/")).text
+        linked = await web.get("/static/ui/favicon.svg")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert '<link rel="icon" href="/static/ui/favicon.svg"' in page and linked.status_code == 200

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -34,12 +35,17 @@ def static_mount() -> Mount:
     return Mount(STATIC_PREFIX, app=StaticFiles(directory=str(STATIC)), name="ui-static")
 
 
+async def _favicon(_request: Any) -> Response:
+    """Browsers ask for /favicon.ico whatever the page says: the UI's icon, not a 404 in every log."""
+    return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
+
 def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") -> list[Any]:
     """The UI's routes (pages and their files); empty pages when `[ui] enabled = false`.
 
     `tokens`, `public_url`: the gateway's `TokenVerifier` and URL, for "Log in with <IdP>".
     """
-    routes: list[Any] = [static_mount(), *docs_routes()]
+    routes: list[Any] = [static_mount(), Route("/favicon.ico", _favicon, methods=["GET"]), *docs_routes()]
     if not runtime.config.ui.enabled:
         return routes
     ui = UiApp(runtime)
