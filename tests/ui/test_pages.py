@@ -169,3 +169,10 @@ async def test_the_ui_has_a_favicon(api_env: None, tmp_path: Path) -> None:
         linked = await web.get("/static/ui/favicon.svg")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     assert '<link rel="icon" href="/static/ui/favicon.svg"' in page and linked.status_code == 200
+
+
+async def test_an_empty_catalog_says_how_to_add_a_backend(api_env: None, tmp_path: Path) -> None:
+    async with serve_ui({"backends": []}, tmp_path) as server, httpx.AsyncClient(base_url=server.url) as web:
+        page = (await web.get("/")).text
+    assert 'id="empty-catalog"' in page and "[[backends]]" in page and "toolweave init claude-desktop" in page
+    assert "No tool matches." not in page
