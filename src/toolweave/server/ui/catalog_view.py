@@ -74,6 +74,8 @@ class ToolPage:
     backends: list[str]
     statuses: list[str]
     all_count: int = 0
+    catalog_size: int = 0
+    """Every tool before any filter or search: 0 is an empty catalog, not a search that found nothing."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -208,4 +210,5 @@ def tool_page(catalog: Catalog, tenant: str | None, rows: list[ToolRow], query: 
         backends=backends,
         statuses=statuses,
         all_count=all_count,
+        catalog_size=len(rows),
     )
