@@ -963,8 +963,13 @@ def ops_backend(name: str) -> str:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def ops(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
     directory = tmp_path_factory.mktemp("toolhive-examples")
-    files = sorted(EXAMPLES.glob("*.yaml"))
-    assert len(files) == 4
+    # the four composite definitions; a VirtualMCPServer example (a server, not a tool) sits beside them
+    files = [
+        p
+        for p in sorted(EXAMPLES.glob("*.yaml"))
+        if "kind: VirtualMCPCompositeToolDefinition" in p.read_text()
+    ]
+    assert len(files) == 4, files
     text = (
         "composite_tools = ["
         + ", ".join(f"{{ file = {toml_value(str(path))} }}" for path in files)
