@@ -548,8 +548,10 @@ async def test_validate_reports_every_problem_at_once_with_its_path(tmp_path: Pa
     stdout, stderr = await process.communicate()
     output = stderr.decode()
     assert process.returncode == 1, (stdout, output)
-    lines = [line.strip().removeprefix("• ") for line in output.splitlines()[1:]]
-    assert output.splitlines()[0] == f"{len(lines)} problem(s) in {path}:"
+    # validate first says what it waits for ("connecting 2 backend(s) (at most 10 s)…"), then the report
+    report = [line for line in output.splitlines() if not line.startswith("connecting ")]
+    lines = [line.strip().removeprefix("• ") for line in report[1:]]
+    assert report[0] == f"{len(lines)} problem(s) in {path}:"
     for expected in EXPECTED_PROBLEMS:
         assert any(line.startswith(expected) for line in lines), f"missing: {expected}\n{output}"
     assert len(lines) == len(EXPECTED_PROBLEMS), output  # each problem once
