@@ -48,21 +48,31 @@ class RedisCallRates:
     """Token buckets in Redis, shared by every gateway of the deployment."""
 
     def __init__(self, url: str, prefix: str, limits: LimitsConfig) -> None:
-        from toolweave.services.change_feed import _import_redis
-
         self.limits = limits
         self.prefix = prefix
-        self._redis: Any = _import_redis().from_url(url, socket_connect_timeout=2, socket_timeout=2)
-        self._script: Any = self._redis.register_script(_CHARGE)
+        self._url = url
+        self._redis: Any = None
+        self._script: Any = None
         self._fallback = MemoryCallRates(limits)
+
+    def _charge_script(self) -> Any:
+        """The client is made on the first call, not at construction: a missing `redis` package is
+        reported once, clearly, by the change feed when the runtime starts (`_import_redis`)."""
+        if self._script is None:
+            from toolweave.services.change_feed import _import_redis
+
+            self._redis = _import_redis().from_url(self._url, socket_connect_timeout=2, socket_timeout=2)
+            self._script = self._redis.register_script(_CHARGE)
+        return self._script
 
     async def charge(self, session: Session) -> RateRefusal | None:
         charged = subjects(session, self.limits)
         if not charged:
             return None
         keys = [f"{self.prefix}{name}" for name, _setting, _rate in charged]
+        script = self._charge_script()
         try:
-            index, wait = await self._script(keys=keys, args=[BURST_SECONDS, *(r for _, _, r in charged)])
+            index, wait = await script(keys=keys, args=[BURST_SECONDS, *(r for _, _, r in charged)])
         except Exception as error:  # noqa: BLE001 - a broker outage must never refuse or stall a call
             logger.debug("call rates: Redis unreachable (%s); counting in this process", type(error).__name__)
             return await self._fallback.charge(session)
@@ -72,4 +82,5 @@ class RedisCallRates:
         return RateRefusal(setting, rate, max(float(wait), 1 / rate if rate > 0 else math.inf))
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        if self._redis is not None:
+            await self._redis.aclose()
