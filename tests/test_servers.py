@@ -56,7 +56,8 @@ async def test_overrides_rename_and_redescribe_on_that_server_only(open_gateway:
     assert listed["hello"] == "Hi." and "py__greet" not in listed
     assert server.served["hello"] == "py__greet"
     assert server.gateway.catalog.get("py__greet").tool.description != "Hi."  # /mcp unchanged
-    assert server.gateway.servers.used_in("py__greet") == ["desk"]
+    local = Session(tenant=None, scopes=frozenset(), label="local")
+    assert server.gateway.servers.used_in("py__greet", local) == ["desk"]
     result = await server.gateway.executor().call("py__greet", {"name": "x"})  # /mcp still has it
     assert not result.is_error
 

@@ -237,11 +237,11 @@ class VirtualServers:
                 exposing.setdefault(original, []).append(server.name)
         self.exposing = {name: tuple(found) for name, found in exposing.items()}
 
-    def used_in(self, name: str, tenant: str | None = None) -> list[str]:
-        """The virtual servers that list the catalog tool `name` ("Used in"): the shared ones and
-        `tenant`'s own (another tenant's are not its business)."""
+    def used_in(self, name: str, viewer: Session) -> list[str]:
+        """The virtual servers that list the catalog tool `name` ("Used in") and `viewer` may use:
+        another tenant's, or a config server whose `access` does not admit it, are not its business."""
         found = self.exposing.get(name, ())
-        return [s for s in found if self.by_name[s].owner in (None, tenant)]
+        return [s for s in found if self.by_name[s].visible_to(viewer)]
 
     def visible_to(self, session: Session) -> list[VirtualServer]:
         return [server for server in self.by_name.values() if server.visible_to(session)]

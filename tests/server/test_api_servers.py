@@ -95,3 +95,22 @@ async def test_mcp_refuses_callers_the_access_does_not_admit(sqlite_app: AppFact
                 challenge = refused.headers["www-authenticate"]
                 assert 'error="insufficient_scope"' in challenge and f'scope="servers:{server}"' in challenge
                 assert f"may not use virtual server {server!r}" in refused.json()["error"]["message"]
+
+
+async def test_used_in_names_only_the_servers_the_caller_may_use(sqlite_app: AppFactory) -> None:
+    """A config server whose `access` does not admit a tenant is none of its business: its name must
+    not show in that tenant's "Used in" (tool list, composite detail, the UI's tool page)."""
+    cfg = config()
+    cfg["servers"].append({"name": "alices-greeter", "tools": ["greeter"], "access": {"tenants": ["alice"]}})
+    api = await sqlite_app(cfg, require_auth=True)
+    alice, bob = await api.key("alice", READ, CALL), await api.key("bob", READ, CALL)
+    async with api.client(alice) as a, api.client(bob) as b:
+        mine = {t["name"]: t for t in (await a.get(f"{API}/ai-tools")).json()["tools"]}
+        theirs = {t["name"]: t for t in (await b.get(f"{API}/ai-tools")).json()["tools"]}
+        assert mine["py__greet"]["servers"] == ["alices"] and theirs["py__greet"]["servers"] == []
+        assert mine["greeter"]["servers"] == ["open", "alices-greeter"]
+        assert theirs["greeter"]["servers"] == ["open"]
+        assert (await b.get(f"{API}/composite-tools/greeter")).json()["servers"] == ["open"]
+        listed = (await b.get(f"{API}/composite-tools")).json()["compositeTools"]
+        assert [c["servers"] for c in listed if c["name"] == "greeter"] == [["open"]]
+        assert (await a.get(f"{API}/composite-tools/greeter")).json()["servers"] == ["open", "alices-greeter"]

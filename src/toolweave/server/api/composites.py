@@ -64,10 +64,12 @@ async def _writable(service: DefinitionService, tool_id: str, tenant: str | None
     return found
 
 
-def _detail(service: DefinitionService, found: StoredComposite | BaseModel) -> CompositeDetail:
+def _detail(
+    service: DefinitionService, found: StoredComposite | BaseModel, caller: Session
+) -> CompositeDetail:
     if isinstance(found, StoredComposite):
-        return present.stored_detail(service, found)
-    return present.file_detail(service.gateway, found)
+        return present.stored_detail(service, found, caller)
+    return present.file_detail(service.gateway, found, caller)
 
 
 @router.get(
@@ -76,8 +78,11 @@ def _detail(service: DefinitionService, found: StoredComposite | BaseModel) -> C
 async def list_composites(
     caller: Session = Depends(require(READ)), service: DefinitionService = Depends(definitions)
 ) -> CompositeList:
-    stored = [present.stored_detail(service, row) for row in await service.repo.list(caller.tenant)]
-    files = [present.file_detail(service.gateway, model) for model in service.gateway.config.composite_tools]
+    stored = [present.stored_detail(service, row, caller) for row in await service.repo.list(caller.tenant)]
+    files = [
+        present.file_detail(service.gateway, model, caller)
+        for model in service.gateway.config.composite_tools
+    ]
     return CompositeList(compositeTools=[*files, *stored])
 
 
@@ -93,14 +98,14 @@ async def create_composite(
     served only when valid. An `active` tool is listed to MCP clients at once (list_changed)."""
     stored = await service.create(caller.tenant, body.definition, body.status, body.note, actor=who)
     response.headers["Location"] = f"/api/v1/composite-tools/{stored.id}"
-    return present.stored_detail(service, stored)
+    return present.stored_detail(service, stored, caller)
 
 
 @router.get("/{id}", response_model=CompositeDetail, summary="One composite tool")
 async def get_composite(
     id: IdPath, caller: Session = Depends(require(READ)), service: DefinitionService = Depends(definitions)
 ) -> CompositeDetail:
-    return _detail(service, await _find(service, id, caller.tenant))
+    return _detail(service, await _find(service, id, caller.tenant), caller)
 
 
 @router.patch("/{id}", response_model=CompositeDetail, summary="Edit a composite tool")
@@ -125,7 +130,7 @@ async def update_composite(
         expected_version=body.expectedVersion,
         actor=who,
     )
-    return present.stored_detail(service, stored)
+    return present.stored_detail(service, stored, caller)
 
 
 @router.delete("/{id}", status_code=204, response_class=Response, summary="Delete a composite tool")
@@ -205,7 +210,7 @@ async def add_operation(
         expected_version=body.expectedVersion,
         actor=who,
     )
-    return present.stored_detail(service, stored)
+    return present.stored_detail(service, stored, caller)
 
 
 @router.delete("/{id}/operations/{opId}", response_model=CompositeDetail, summary="Remove an operation")
@@ -237,7 +242,7 @@ async def remove_operation(
     stored = await service.update(
         current.id, caller.tenant, patch=patch, status=None, note=None, expected_version=None, actor=who
     )
-    return present.stored_detail(service, stored)
+    return present.stored_detail(service, stored, caller)
 
 
 # -- export and descriptions ------------------------------------------------------------

@@ -9,6 +9,7 @@ import mcp_types as types
 from pydantic import BaseModel
 
 from toolweave.catalog.catalog import Entry
+from toolweave.executor import Session
 from toolweave.export import export_tool
 from toolweave.gateway import Gateway
 from toolweave.results import result_to_dict
@@ -18,7 +19,7 @@ from toolweave.services.definitions import DefinitionService
 from toolweave.store import ApiKeyInfo, StoredComposite
 
 
-def ai_tool(gateway: Gateway, entry: Entry, tenant: str | None, stored: StoredComposite | None) -> AiTool:
+def ai_tool(gateway: Gateway, entry: Entry, caller: Session, stored: StoredComposite | None) -> AiTool:
     tool = entry.tool
     composite = entry.composite is not None
     source = "backend" if not composite else ("api" if stored is not None else "file")
@@ -33,8 +34,8 @@ def ai_tool(gateway: Gateway, entry: Entry, tenant: str | None, stored: StoredCo
         description=tool.description or "",
         backend=entry.backend.name if entry.backend is not None else None,
         inputSchema=dict(tool.input_schema) if tool.input_schema is not None else None,
-        usedIn=gateway.catalog.used_in_for(entry.name, tenant),
-        servers=gateway.servers.used_in(entry.name, tenant),
+        usedIn=gateway.catalog.used_in_for(entry.name, caller.tenant),
+        servers=gateway.servers.used_in(entry.name, caller),
     )
 
 
@@ -55,7 +56,8 @@ def mcp_tool(entry: Entry | None) -> dict[str, Any] | None:
     return export_tool(entry.tool, "mcp") if entry is not None else None
 
 
-def stored_detail(service: DefinitionService, row: StoredComposite) -> CompositeDetail:
+def stored_detail(service: DefinitionService, row: StoredComposite, caller: Session) -> CompositeDetail:
+    """`caller`: whose "Used in" (the virtual servers it may use)."""
     entry = service.served_entry(row)
     return CompositeDetail(
         id=row.id,
@@ -71,13 +73,13 @@ def stored_detail(service: DefinitionService, row: StoredComposite) -> Composite
         validationErrors=list(row.validation_errors or ()),
         tool=mcp_tool(entry),
         usedTools=sorted(entry.composite.references) if entry is not None and entry.composite else [],
-        servers=service.gateway.servers.used_in(row.name, row.tenant) if entry is not None else [],
+        servers=service.gateway.servers.used_in(row.name, caller) if entry is not None else [],
         createdAt=row.created_at,
         updatedAt=row.updated_at,
     )
 
 
-def file_detail(gateway: Gateway, model: BaseModel) -> CompositeDetail:
+def file_detail(gateway: Gateway, model: BaseModel, caller: Session) -> CompositeDetail:
     name: str = model.name  # type: ignore[attr-defined]
     entry = gateway.catalog.get(name)
     served = entry is not None and entry.composite is not None and entry.owner is None
@@ -94,7 +96,7 @@ def file_detail(gateway: Gateway, model: BaseModel) -> CompositeDetail:
         validationErrors=list(problems),
         tool=mcp_tool(entry) if served else None,
         usedTools=sorted(entry.composite.references) if served and entry and entry.composite else [],
-        servers=gateway.servers.used_in(name) if served else [],
+        servers=gateway.servers.used_in(name, caller) if served else [],
     )
 
 

@@ -74,7 +74,7 @@ async def list_ai_tools(
         stored = rows.pop(entry.name, None) if entry.composite is not None else None
         if stored is not None and entry.owner != stored.tenant:
             stored = None
-        tools.append(present.ai_tool(gateway, entry, caller.tenant, stored))
+        tools.append(present.ai_tool(gateway, entry, caller, stored))
     if type in (None, "composite"):
         listed = {tool.name for tool in tools}
         tools.extend(present.unserved_ai_tool(row) for row in rows.values() if row.name not in listed)

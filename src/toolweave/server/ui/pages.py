@@ -81,7 +81,7 @@ class Pages:
     async def _tool_page(self, ctx: PageContext, *, trying: bool = False) -> Response:
         rt = ctx.runtime
         name = ctx.request.path_params["name"]
-        view = await tool_view(rt.definitions, name, ctx.caller.tenant) if rt.definitions else None
+        view = await tool_view(rt.definitions, name, ctx.caller) if rt.definitions else None
         if view is None:
             return self.ui.problem(ctx, 404, "No such tool", f"There is no tool named {name!r} here.")
         entry = rt.gateway.catalog.get(name)
@@ -169,7 +169,7 @@ class Pages:
             return self.ui.problem(ctx, 404, "No such run", f"There is no run {run_id!r} here.")
         dag = None
         if record.kind == "workflow" and ctx.runtime.definitions is not None:
-            view = await tool_view(ctx.runtime.definitions, record.tool, tenant)
+            view = await tool_view(ctx.runtime.definitions, record.tool, ctx.caller)
             statuses = {step.id: step.status for step in record.steps}
             dag = layout(view.definition.get("steps") or [], statuses) if view is not None else None
         return self.ui.render(

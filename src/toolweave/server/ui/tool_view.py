@@ -10,6 +10,7 @@ import orjson
 
 from toolweave.catalog.catalog import Entry
 from toolweave.composite.router.config import RouterDef
+from toolweave.executor import Session
 from toolweave.export.formats import FORMATS, export_tool
 from toolweave.server.api import present
 from toolweave.services.definitions import DefinitionService
@@ -54,8 +55,9 @@ def _link(service: DefinitionService, reference: str, tenant: str | None) -> str
     return found.name if found is not None and found.visible_to(tenant) else None
 
 
-async def tool_view(service: DefinitionService, name: str, tenant: str | None) -> ToolView | None:
-    """The page of `name` as `tenant` sees it; None when it does not exist for them."""
+async def tool_view(service: DefinitionService, name: str, caller: Session) -> ToolView | None:
+    """The page of `name` as `caller` sees it; None when it does not exist for them."""
+    tenant = caller.tenant
     catalog = service.gateway.catalog
     entry = catalog.get(name)
     if entry is not None and not entry.visible_to(tenant):
@@ -66,20 +68,22 @@ async def tool_view(service: DefinitionService, name: str, tenant: str | None) -
     except NotFound:
         stored = None
     if entry is not None and entry.composite is None:
-        return _backend_view(service, entry, tenant)
+        return _backend_view(service, entry, caller)
     if stored is not None:
-        detail = present.stored_detail(service, stored)
+        detail = present.stored_detail(service, stored, caller)
         view = _composite_view(service, detail.model_dump(), tenant)
         view.version = stored.version
     else:
         model = service.file_definition(name)
         if model is None:
             return None
-        view = _composite_view(service, present.file_detail(service.gateway, model).model_dump(), tenant)
+        view = _composite_view(
+            service, present.file_detail(service.gateway, model, caller).model_dump(), tenant
+        )
     if entry is not None:
         view.exports = _exports(entry)
         view.used_in = catalog.used_in_for(name, tenant)
-        view.servers = service.gateway.servers.used_in(name, tenant)
+        view.servers = service.gateway.servers.used_in(name, caller)
         view.input_schema = pretty(entry.tool.input_schema or {})
         if entry.tool.output_schema:
             view.output_schema = pretty(entry.tool.output_schema)
@@ -87,7 +91,8 @@ async def tool_view(service: DefinitionService, name: str, tenant: str | None) -
     return view
 
 
-def _backend_view(service: DefinitionService, entry: Entry, tenant: str | None) -> ToolView:
+def _backend_view(service: DefinitionService, entry: Entry, caller: Session) -> ToolView:
+    tenant = caller.tenant
     tool = entry.tool
     annotations = tool.annotations
     backend = entry.backend
@@ -103,7 +108,7 @@ def _backend_view(service: DefinitionService, entry: Entry, tenant: str | None) 
         input_schema=pretty(tool.input_schema or {}),
         output_schema=pretty(tool.output_schema) if tool.output_schema else None,
         used_in=service.gateway.catalog.used_in_for(entry.name, tenant),
-        servers=service.gateway.servers.used_in(entry.name, tenant),
+        servers=service.gateway.servers.used_in(entry.name, caller),
         exports=_exports(entry),
         read_only_hint=bool(annotations is not None and annotations.read_only_hint),
         destructive_hint=bool(annotations is not None and annotations.destructive_hint),
