@@ -53,6 +53,8 @@ REBUILD_SPACING = 4.0
 """After a rebuild, the next scheduled one waits this many times its cost: under any churn of
 registrations or backend changes, rebuilding takes at most a fifth of the event loop's time."""
 ToolsChanged = Callable[[], None]
+FROM_CONFIG: Any = object()
+"""`Gateway(tracer=...)`'s default: trace as the config's `[telemetry]` (and `OTEL_*`) say."""
 
 
 class Gateway:
@@ -69,7 +71,7 @@ class Gateway:
         errlog: Any = None,
         credentials: OAuthBackends | None = None,
         call_rates: CallRates | None = None,
-        tracer: CallTracer | None = None,
+        tracer: CallTracer | None = FROM_CONFIG,
     ) -> None:
         """`runs`: where run records go (in memory by default); `backend_resolver`: picks the backend
         connection for a caller (a tenant's own credentials); `call_observer`: told of every
@@ -78,8 +80,15 @@ class Gateway:
         write their stderr to raw (default: each line becomes a log record of `toolweave.stderr.<backend>`);
         `credentials`: the OAuth grants of `[backends.oauth]` backends (default: in memory, this process's);
         `call_rates`: who counts calls against `[limits]` call rates (this process by default; the
-        server passes the Redis one when the deployment shares Redis)."""
+        server passes the Redis one when the deployment shares Redis); `tracer`: the spans of every
+        call (by default the gateway makes its own from `[telemetry]` at `start()` and exports what is
+        queued at `stop()`; None: no traces; the server passes the one its HTTP spans share)."""
         self.config = config
+        self._trace_from_config = tracer is FROM_CONFIG
+        if self._trace_from_config:
+            tracer = None  # made at start(): its exporter thread lives between start() and stop()
+        self.tracing: Any = None
+        """The OpenTelemetry tracing this gateway made from `[telemetry]` (None: off, or given one)."""
         if credentials is None and any(b.oauth is not None for b in config.backends):
             from toolweave.credentials.backends import OAuthBackends  # the SDK's OAuth client, when used
             from toolweave.credentials.oauth import MemoryGrants
@@ -151,6 +160,9 @@ class Gateway:
     async def start(self, *, wait: bool = True) -> None:
         """Connect every backend concurrently; with `wait`, until each is up or the startup timeout passes."""
         self._startup_deadline = time.monotonic() + self.config.gateway.startup_timeout
+        if self._trace_from_config and self.tracing is None:
+            self.tracing = _tracing_of(self.config)
+            self._set_tracer(self.tracing)
         for backend_config in self.config.backends:
             if not backend_config.enabled:
                 continue
@@ -220,7 +232,16 @@ class Gateway:
             await self.credentials.close()
         if self.registry.semantic is not None:
             await self.registry.semantic.close()
+        if self.tracing is not None:
+            tracing, self.tracing = self.tracing, None
+            self._set_tracer(None)
+            await asyncio.to_thread(tracing.close)  # exports what is queued (bounded by its timeout)
         self._started = False
+
+    def _set_tracer(self, tracer: CallTracer | None) -> None:
+        self.registry.tracer = tracer
+        for server in self.servers.by_name.values():
+            server.registry.tracer = tracer
 
     @property
     def started(self) -> bool:
@@ -405,3 +426,10 @@ def _with_grants(credentials: OAuthBackends, other: BackendResolver | None) -> B
         return await other(backend, session) if other is not None else backend
 
     return resolve
+
+
+def _tracing_of(config: Config) -> Any:
+    """`[telemetry]`'s tracing, or None when it is off (then the OpenTelemetry SDK is not imported)."""
+    from toolweave.telemetry import Tracing
+
+    return Tracing.from_config(config)

@@ -56,8 +56,11 @@ class VirtualServer:
             resolve_backend=base.resolve_backend,
             observe=base.observe,
             startup_wait=base.startup_wait,
+            call_rates=base.call_rates,
+            tracer=base.tracer,
         )
-        """The gateway's registry with this server's view as its catalog (pools, runs and policy shared)."""
+        """The gateway's registry with this server's view as its catalog (pools, runs, policy, call rates
+        and tracing shared: a call through a server is charged and traced as one through `/mcp`)."""
         self._key: list[ToolKey] = []
         """The listing key of the current view (what `rebuild` compares the next one with)."""
         self.served: dict[str, str] = {}

@@ -335,3 +335,30 @@ def test_nothing_of_opentelemetry_is_imported_when_off() -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_the_python_api_honours_telemetry(otlp_http: tuple[str, Receiver]) -> None:
+    """`Gateway(config)` traces as `[telemetry]` says (calls on `/mcp` and through a virtual server),
+    exports what is queued at `stop()`; `tracer=None` turns it off."""
+    from toolweave import Gateway
+    from toolweave.config import parse_config
+    from toolweave.executor import ToolExecutor
+
+    endpoint, receiver = otlp_http
+    raw = traced_config(endpoint, None, service_name="tw-python")
+    raw["servers"] = [{"name": "desk", "tools": ["py__greet"]}]
+    async with Gateway(parse_config(raw)) as gateway:
+        assert gateway.tracing is not None
+        assert not (await gateway.executor().call("py__greet", {"name": "a"})).is_error
+        desk = gateway.servers.by_name["desk"]
+        assert not (await ToolExecutor(desk.registry).call("py__greet", {"name": "b"})).is_error
+    assert gateway.tracing is None and gateway.registry.tracer is None
+    with receiver.lock:
+        names = [span.name for span in receiver.spans]
+    assert names.count("tools/call py__greet") == 2 and names.count("tools/call greet") == 2, names
+
+    async with Gateway(parse_config(raw), tracer=None) as untraced:
+        assert untraced.tracing is None and untraced.registry.tracer is None
+        await untraced.executor().call("py__greet", {"name": "c"})
+    with receiver.lock:
+        assert len(receiver.spans) == len(names)
