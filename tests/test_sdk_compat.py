@@ -241,3 +241,30 @@ async def test_create_http_client_takes_an_auth_flow() -> None:
     marker = Marker()
     async with sdk_compat.create_http_client(None, auth=marker) as http:
         assert http.auth is marker
+
+
+async def test_refreshing_answers_a_401_with_one_refresh_and_the_request_again() -> None:
+    """The private `_auth_flow`, `_refresh_token`, `_handle_refresh_response` and `_add_auth_header`
+    that `refreshing` drives: a 401 to a token thought valid → one refresh → the request again."""
+    import time
+
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+    client = OAuthClientInformationFull(client_id="c", redirect_uris=["http://127.0.0.1:1/callback"])  # type: ignore[list-item]
+    storage = _Storage(OAuthToken(access_token="old", refresh_token="r", expires_in=3600), client)
+    provider = sdk_compat.refreshing(OAuthClientProvider)("http://x/mcp", _client_metadata(), storage)
+    request = httpx2.Request("POST", "http://x/mcp", content=b"{}")
+    flow = provider.async_auth_flow(request)
+    sent = await flow.__anext__()
+    assert sent is request and request.headers["Authorization"] == "Bearer old"
+    refresh = await flow.asend(httpx2.Response(401, request=request))
+    assert refresh is not request and b"grant_type=refresh_token" in refresh.content
+    fresh = {"access_token": "new", "token_type": "Bearer", "expires_in": 3600}
+    again = await flow.asend(httpx2.Response(200, json=fresh, request=refresh))
+    assert again is request and request.headers["Authorization"] == "Bearer new"
+    with pytest.raises(StopAsyncIteration):
+        await flow.asend(httpx2.Response(200, json={}, request=request))
+    assert storage.tokens.access_token == "new" and storage.tokens.refresh_token == "r"
+    assert provider.context.token_expiry_time is not None and provider.context.token_expiry_time > time.time()

@@ -111,9 +111,16 @@ _P = TypeVar("_P", bound=OAuthClientProvider)
 
 @functools.cache
 def refreshing(provider: type[_P]) -> type[_P]:
-    """`provider` whose tokens loaded from storage keep their expiry (private `_initialize`): the SDK
-    loads them with no expiry, so an old token is sent, meets a 401 and starts a whole new
-    authorization, where a refresh would have done. Storage gives `expires_in` counted from now."""
+    """`provider` that refreshes where the SDK would start a whole new authorization (a person, for
+    the authorization-code flow):
+
+    - tokens loaded from storage keep their expiry (private `_initialize`): the SDK loads them with
+      no expiry, so an old token is sent and meets a 401. Storage gives `expires_in` counted from now;
+    - a 401 to a token the client thought valid (revoked, or expired early, server-side) is answered
+      by one refresh and the request sent again (private `_refresh_token`, `_handle_refresh_response`,
+      `_add_auth_header`); only when the refresh is refused, or the retry meets a 401 too, does the
+      SDK's flow go on to authorize anew.
+    """
 
     class Refreshing(provider):  # type: ignore[valid-type,misc]
         async def _initialize(self) -> None:
@@ -121,6 +128,28 @@ def refreshing(provider: type[_P]) -> type[_P]:
             tokens = self.context.current_tokens
             if tokens is not None and tokens.expires_in is not None:
                 self.context.update_token_expiry(tokens)
+
+        async def _auth_flow(self, request: Any) -> Any:
+            flow = super()._auth_flow(request)
+            refreshed = sent = False
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    refreshed = refreshed or (outgoing is not request and not sent)  # the SDK's own
+                    sent = sent or outgoing is request
+                    response = yield outgoing
+                    if outgoing is request and response.status_code == 401 and not refreshed:
+                        refreshed = True
+                        if self.context.can_refresh_token():
+                            answer = yield await self._refresh_token()
+                            if await self._handle_refresh_response(answer):
+                                self._add_auth_header(request)
+                                response = yield request
+                    outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
 
     Refreshing.__name__ = Refreshing.__qualname__ = f"Refreshing{provider.__name__}"
     return Refreshing

@@ -129,6 +129,26 @@ async def test_a_token_that_expires_mid_call_is_refreshed_for_the_next(
         assert after["authorizations"] == before["authorizations"]
 
 
+async def test_a_401_to_a_token_thought_valid_is_refreshed_once_not_authorized_again(
+    oauth_server: str, tmp_path: Path
+) -> None:
+    """The server ends gina's access token early (her refresh token still good): the next call meets a
+    401, refreshes once and is sent again, with no new authorization (before: "authorize again")."""
+    admin = oauth_server.removesuffix("/mcp") + "/admin"
+    async with Served(tmp_path, oauth_server) as served:
+        await served.authorize("gina")
+        assert _user(await served.call("gina")) == "gina"
+        async with httpx2.AsyncClient() as http:
+            await http.post(admin + "/expire", params={"user": "gina"})
+            before = (await http.get(admin + "/stats")).json()
+        assert _user(await served.call("gina")) == "gina"
+        assert _user(await served.call("gina")) == "gina"
+        async with httpx2.AsyncClient() as http:
+            after = (await http.get(admin + "/stats")).json()
+        assert after["refreshes"] == before["refreshes"] + 1
+        assert after["authorizations"] == before["authorizations"]
+
+
 async def test_a_revoked_grant_asks_to_authorize_again(oauth_server: str, tmp_path: Path) -> None:
     async with Served(tmp_path, oauth_server) as served:
         await served.authorize("carol")

@@ -7,7 +7,8 @@
   `user` query parameter the test's "browser" adds, tokens living `ttl` seconds if it adds one; PKCE S256 required; RFC 9207 `iss` in the
   redirect), `/token` (authorization_code, refresh_token; access tokens live `TOKEN_TTL` seconds),
   `/revoke` (RFC 7009).
-- Test hooks: `POST /admin/revoke?user=` revokes every token of a user; `GET /admin/stats` counts
+- Test hooks: `POST /admin/revoke?user=` revokes every token of a user; `POST /admin/expire?user=`
+  ends a user's access tokens early (their refresh tokens still work); `GET /admin/stats` counts
   grants and refreshes.
 
 Tokens are random strings; `whoami` never returns one.
@@ -165,6 +166,13 @@ async def admin_revoke(request: Request) -> Response:
     return JSONResponse({"revoked": user})
 
 
+async def admin_expire(request: Request) -> Response:
+    user = request.query_params["user"]
+    for key in [k for k, v in access.items() if v[0] == user]:
+        access.pop(key)
+    return JSONResponse({"expired": user})
+
+
 async def admin_stats(request: Request) -> Response:
     return JSONResponse({**stats, "users": sorted({user for user, _ in access.values()})})
 
@@ -193,6 +201,7 @@ def app() -> Starlette:
         Route("/token", token, methods=["POST"]),
         Route("/revoke", revoke, methods=["POST"]),
         Route("/admin/revoke", admin_revoke, methods=["POST"]),
+        Route("/admin/expire", admin_expire, methods=["POST"]),
         Route("/admin/stats", admin_stats),
         Mount("/", app=guarded),
     ]
