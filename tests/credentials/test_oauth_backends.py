@@ -8,6 +8,7 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,6 +16,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from starlette.applications import Starlette
 
 from support.processes import oauth_server as start_oauth_server
 from support.serving import serve_mcp
@@ -22,7 +24,8 @@ from toolweave import Gateway
 from toolweave.config import parse_config
 from toolweave.credentials.backends import LOCAL, OAuthBackends
 from toolweave.executor.session import Session
-from toolweave.store import Database, OAuthTokenRepository, SecretBox
+from toolweave.server.oauth_callback import callback_route
+from toolweave.store import Database, OAuthTokenRepository, PendingAuthorizations, SecretBox
 
 CALLBACK = "http://127.0.0.1:9/oauth/callback"
 
@@ -37,12 +40,18 @@ def _config(url: str, **gateway: Any) -> Any:
     return parse_config({"gateway": gateway, "backends": [{"name": "remote", "url": url, "oauth": {}}]})
 
 
-async def _approve(credentials: OAuthBackends, url: str, user: str, ttl: int | None = None) -> None:
-    """What a person's browser does: the server approves `user`, the redirect reaches /oauth/callback."""
+async def _redirect(url: str, user: str, ttl: int | None = None) -> str:
+    """What a person's browser does at the authorization server: `user` approves; where it is sent back."""
     async with httpx2.AsyncClient() as http:
         answer = await http.get(f"{url}&user={user}" + (f"&ttl={ttl}" if ttl else ""))
     assert answer.status_code == 302, answer.text
-    query = {k: v[0] for k, v in parse_qs(urlsplit(answer.headers["location"]).query).items()}
+    return str(answer.headers["location"])
+
+
+async def _approve(credentials: OAuthBackends, url: str, user: str, ttl: int | None = None) -> None:
+    """What a person's browser does: the server approves `user`, the redirect reaches /oauth/callback."""
+    location = await _redirect(url, user, ttl)
+    query = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
     assert (
         await credentials.pending.complete(query["state"], query["code"], query.get("iss"), None) == "remote"
     )
@@ -65,9 +74,16 @@ class Served:
         self.db = Database.from_url(f"sqlite:///{tmp_path / 'tw.db'}")
         self.path = tmp_path / "tw.db"
         self.config = _config(url, **gateway)
-        self.repo = OAuthTokenRepository(self.db, SecretBox("test-key", "the test"))
-        self.credentials = OAuthBackends(self.repo, callback_url=CALLBACK)
+        self.box = SecretBox("test-key", "the test")
+        self.repo = OAuthTokenRepository(self.db, self.box)
+        self.credentials = self.replica()
         self.gateway = Gateway(self.config, credentials=self.credentials)
+
+    def replica(self) -> OAuthBackends:
+        """The grants of a gateway on this database (as `toolweave serve` builds them)."""
+        return OAuthBackends(
+            self.repo, callback_url=CALLBACK, shared_pending=PendingAuthorizations(self.db, self.box)
+        )
 
     async def __aenter__(self) -> Served:
         await self.db.start()
@@ -161,6 +177,30 @@ async def test_a_revoked_grant_asks_to_authorize_again(oauth_server: str, tmp_pa
         assert link.is_error and link.meta["toolweave"]["authorization_url"].startswith("http")
         await _approve(served.credentials, link.meta["toolweave"]["authorization_url"], "carol")
         assert _user(await served.call("carol")) == "carol"
+
+
+async def test_a_callback_reaching_another_gateway_on_the_database_completes_it(
+    oauth_server: str, tmp_path: Path
+) -> None:
+    """No stickiness: ivy's call starts her authorization on one gateway; the browser comes back to
+    another gateway's /oauth/callback on the same database, which completes it, once (before: "Link
+    expired"). The first gateway then calls as ivy."""
+    async with Served(tmp_path, oauth_server) as served:
+        other = served.replica()
+        app = Starlette(routes=[callback_route(SimpleNamespace(credentials=other))])
+        first = await served.call("ivy")
+        location = await _redirect(first.meta["toolweave"]["authorization_url"], "ivy")
+        target = "/oauth/callback?" + urlsplit(location).query
+        transport = httpx2.ASGITransport(app=app)
+        try:
+            async with httpx2.AsyncClient(transport=transport, base_url="http://other") as browser:
+                page = await browser.get(target)
+                assert page.status_code == 200 and "Connected to remote" in page.text, page.text
+                assert _user(await served.call("ivy")) == "ivy"
+                again = await browser.get(target)
+                assert again.status_code == 400 and "already used" in again.text
+        finally:
+            await other.close()
 
 
 async def test_tokens_appear_in_no_database_log_or_run_record(

@@ -32,6 +32,7 @@ from toolweave.credentials.oauth import (
     LoopbackAuthorizer,
     NoPerson,
     PendingLogins,
+    SharedPending,
     authorize,
     build_auth,
     owner_of,
@@ -63,11 +64,14 @@ class OAuthBackends:
         interactive: bool = False,
         callback_url: str | None = None,
         subject_token_of: Callable[[Session], str | None] | None = None,
+        shared_pending: SharedPending | None = None,
     ) -> None:
+        """`shared_pending`: authorizations in progress in the database, so that `/oauth/callback`
+        completes them on whichever gateway on that database it reaches."""
         self.store = store
         self.interactive = interactive
         self.callback_url = callback_url or "http://127.0.0.1/oauth/callback"
-        self.pending = PendingLogins()
+        self.pending = PendingLogins(shared_pending)
         self._subject_token_of = subject_token_of or (lambda _session: None)
         self._listing: dict[str, Owner] = {}
         self._shared: dict[str, Backend] = {}
@@ -265,6 +269,7 @@ class OAuthBackends:
             await asyncio.gather(*self._logins, return_exceptions=True)
         for loopback in self._loopbacks:
             await loopback.close()
+        await self.pending.close()
 
 
 def _needs_person(backend: MCPBackend) -> bool:

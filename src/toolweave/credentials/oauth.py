@@ -355,15 +355,43 @@ class _Pending:
     created: float
 
 
+class SharedPending(Protocol):
+    """Where the gateways on one database meet over an authorization (`store.PendingAuthorizations`)."""
+
+    async def add(self, state: str, backend: str, ttl: float) -> None: ...
+
+    async def claim(self, state: str, redirect: dict[str, Any]) -> str | None: ...
+
+    async def redirects(self, states: list[str]) -> dict[str, dict[str, Any]]: ...
+
+    async def finish(self, state: str, ok: bool, outcome: str) -> None: ...
+
+    async def outcome(self, state: str) -> tuple[bool, str] | None: ...
+
+    async def forget(self, state: str) -> None: ...
+
+
+POLL = 0.25
+"""Seconds between looks at the shared table: by the starter for its claimed redirects, by the
+gateway that took a callback for the outcome (only while there is one to wait for)."""
+OUTCOME_WAIT = 60.0
+"""How long `/oauth/callback` waits for the authorization it completed to finish (the token exchange)."""
+
+
 class PendingLogins:
     """Authorizations a served gateway started, by their `state`, until `/oauth/callback` completes them.
 
-    In this process's memory: a callback must reach the gateway that started the authorization
-    (sticky sessions, or one gateway) — docs/backends-oauth.md says so.
+    The flow (and its PKCE verifier) stays in the memory of the gateway that started it. With `shared`
+    (the database, every served gateway) the callback may reach any gateway on that database: it
+    claims the authorization there, once, and the starter picks the code up (`store.oauth_pending`).
+    Without it (the Python API), the callback must reach this process.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedPending | None = None) -> None:
         self._pending: dict[str, _Pending] = {}
+        self.shared = shared
+        self._poller: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -371,27 +399,106 @@ class PendingLogins:
             if now - pending.created > LOGIN_TTL or pending.done.done():
                 self._pending.pop(state, None)
 
-    def register(self, state: str, backend: str) -> _Pending:
+    async def register(self, state: str, backend: str) -> _Pending:
         self._expire()
         loop = asyncio.get_running_loop()
         pending = _Pending(loop.create_future(), loop.create_future(), backend, time.monotonic())
         self._pending[state] = pending
+        if self.shared is not None:
+            await self.shared.add(state, backend, LOGIN_TTL)
+            pending.done.add_done_callback(lambda done: self._later(self._finished(state, done)))
+            if self._poller is None or self._poller.done():
+                self._poller = loop.create_task(self._pick_up(), name="oauth-callbacks")
         return pending
 
     async def complete(self, state: str, code: str | None, iss: str | None, error: str | None) -> str:
         """Hand the redirect to the waiting authorization; its outcome in words (raises LookupError
-        for an unknown or expired `state`)."""
+        for an unknown, expired or already used `state`)."""
         self._expire()
+        redirect = {"code": code, "iss": iss, "error": error}
         pending = self._pending.pop(state, None)
         if pending is None:
+            return await self._complete_elsewhere(state, redirect)
+        if self.shared is not None and await self.shared.claim(state, redirect) is None:
             raise LookupError("no authorization in progress for this link (expired, or already used)")
-        if error or not code:
-            pending.result.set_exception(
-                OAuthFlowError(f"the authorization server refused: {error or 'no code'}")
-            )
+        _resolve(pending, state, redirect)
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending.done), OUTCOME_WAIT)
+        finally:
+            if self.shared is not None:
+                await self.shared.forget(state)
+
+    async def _complete_elsewhere(self, state: str, redirect: dict[str, Any]) -> str:
+        """A callback for an authorization another gateway started: claim it, wait for its outcome."""
+        if self.shared is None or await self.shared.claim(state, redirect) is None:
+            raise LookupError("no authorization in progress for this link (expired, or already used)")
+        deadline = time.monotonic() + OUTCOME_WAIT
+        try:
+            while time.monotonic() < deadline:
+                found = await self.shared.outcome(state)
+                if found is not None:
+                    ok, outcome = found
+                    if not ok:
+                        raise OAuthFlowError(outcome)
+                    return outcome
+                await asyncio.sleep(POLL)
+        finally:
+            await self.shared.forget(state)
+        raise OAuthFlowError(f"the authorization did not finish within {OUTCOME_WAIT:g}s")
+
+    async def _pick_up(self) -> None:
+        """While this gateway waits for people: take the redirects other gateways claimed for it."""
+        assert self.shared is not None
+        while True:
+            self._expire()
+            if not self._pending:
+                return
+            try:
+                found = await self.shared.redirects(list(self._pending))
+            except Exception:  # the database blinked: look again next time
+                logger.warning("cannot read pending OAuth authorizations", exc_info=True)
+                found = {}
+            for state, redirect in found.items():
+                pending = self._pending.pop(state, None)
+                if pending is not None:
+                    _resolve(pending, state, redirect)
+            await asyncio.sleep(POLL)
+
+    async def _finished(self, state: str, done: asyncio.Future[str]) -> None:
+        assert self.shared is not None
+        if done.cancelled():
+            ok, outcome = False, "the authorization was cancelled"
+        elif done.exception() is not None:
+            ok, outcome = False, str(done.exception()) or type(done.exception()).__name__
         else:
-            pending.result.set_result(AuthorizationCodeResult(code=code, state=state, iss=iss))
-        return await asyncio.wait_for(asyncio.shield(pending.done), 60)
+            ok, outcome = True, done.result()
+        try:
+            await self.shared.finish(state, ok, outcome)
+        except Exception:  # the callback page then says it did not finish in time
+            logger.warning("cannot record how an OAuth authorization ended", exc_info=True)
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        for task in [self._poller, *self._tasks]:
+            if task is not None and not task.done():
+                task.cancel()
+        await asyncio.gather(*(t for t in [self._poller, *self._tasks] if t), return_exceptions=True)
+
+
+def _resolve(pending: _Pending, state: str, redirect: dict[str, Any]) -> None:
+    if pending.result.done():
+        return
+    if redirect.get("error") or not redirect.get("code"):
+        why = redirect.get("error") or "no code"
+        pending.result.set_exception(OAuthFlowError(f"the authorization server refused: {why}"))
+    else:
+        pending.result.set_result(
+            AuthorizationCodeResult(code=redirect["code"], state=state, iss=redirect.get("iss"))
+        )
 
 
 class CallbackAuthorizer:
@@ -406,7 +513,7 @@ class CallbackAuthorizer:
 
     async def redirect(self, url: str) -> None:
         state = parse_qs(urlsplit(url).query).get("state", [""])[0]
-        self.entry = self._logins.register(state, self.backend)
+        self.entry = await self._logins.register(state, self.backend)
         if not self.url.done():
             self.url.set_result(url)
 

@@ -52,6 +52,7 @@ from toolweave.store import (
     KeyRepository,
     NotFound,
     OAuthTokenRepository,
+    PendingAuthorizations,
     SqlRunStore,
     SqlVectorStore,
     TenantRepository,
@@ -115,7 +116,11 @@ class ServerRuntime:
             per_tenant=config.limits.event_streams_per_tenant,
         )
         self.grants = (
-            OAuthBackends(OAuthTokenRepository(self.db), callback_url=oauth_callback_url(config))
+            OAuthBackends(
+                OAuthTokenRepository(self.db),
+                callback_url=oauth_callback_url(config),
+                shared_pending=PendingAuthorizations(self.db),
+            )
             if any(backend.oauth is not None for backend in config.backends)
             else None
         )

@@ -26,6 +26,7 @@ from toolweave.store.crypto import (
 from toolweave.store.database import Database, alembic_config
 from toolweave.store.errors import Conflict, Forbidden, NotFound, SecretKeyError, StoreError, TooSoon
 from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository
+from toolweave.store.oauth_pending import PendingAuthorizations
 from toolweave.store.oauth_tokens import GrantSummary, OAuthTokenRepository
 from toolweave.store.runs import SqlRunStore
 from toolweave.store.tenants import TenantInfo, TenantRepository
@@ -53,6 +54,7 @@ __all__ = [
     "KeyRepository",
     "NotFound",
     "OAuthTokenRepository",
+    "PendingAuthorizations",
     "SecretBox",
     "SecretDict",
     "SecretKeyError",

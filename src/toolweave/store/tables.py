@@ -179,6 +179,19 @@ Index(
     unique=True,
 )
 
+oauth_pending = Table(
+    "oauth_pending",
+    metadata,
+    Column("state_hash", String(64), primary_key=True),
+    Column("backend", String(64), nullable=False),
+    Column("expires_at", Float, nullable=False, index=True),
+    Column("redirect", LargeBinary, nullable=True),
+    Column("ok", Boolean, nullable=True),
+    Column("outcome", Text, nullable=True),
+)
+"""OAuth authorizations started and not finished (store/oauth_pending.py): the SHA-256 of `state`,
+the redirect a callback claimed (encrypted), the outcome; any gateway on the database takes the callback."""
+
 gateway_instances = Table(
     "gateway_instances",
     metadata,
