@@ -126,7 +126,7 @@ def test_the_server_attributes_the_fast_path_reads(name: str) -> None:
     assert hasattr(Server("seam"), name)
 
 
-async def test_end_session_forgets_and_terminates_a_managers_session() -> None:
+async def test_end_session_forgets_and_terminates_a_managers_session_and_holds_session_sees_it() -> None:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     manager = StreamableHTTPSessionManager(app=Server("compat-end"))
@@ -136,7 +136,9 @@ async def test_end_session_forgets_and_terminates_a_managers_session() -> None:
     async with manager.run():
         transport = manager._admit_session(None)
         assert transport is not None and transport.mcp_session_id is not None
+        assert sdk_compat.holds_session(manager, transport.mcp_session_id)
         assert await sdk_compat.end_session(manager, transport.mcp_session_id)
+        assert not sdk_compat.holds_session(manager, transport.mcp_session_id)
         assert transport.is_terminated and transport.mcp_session_id not in manager._server_instances
         assert not await sdk_compat.end_session(manager, transport.mcp_session_id)
 

@@ -40,6 +40,13 @@ async def end_session(manager: Any, session_id: str) -> bool:
     return True
 
 
+def holds_session(manager: Any, session_id: str) -> bool:
+    """Whether a `StreamableHTTPSessionManager` still serves the session `session_id` (private
+    `_server_instances`): the SDK keeps no public view of its sessions, and one it has ended (closed
+    by its client, timed out) must stop counting against its key's session limits."""
+    return session_id in manager._server_instances
+
+
 def connection_of(session: Any) -> Any:
     """The `Connection` behind a `ServerSession` (private `_connection`): a handshake-era client's
     identity for the gateway (its pools, its log level, its subscriptions), None if there is none."""

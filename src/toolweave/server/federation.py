@@ -21,6 +21,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from toolweave.backends.federated import protocol, serve_client
 from toolweave.gateway import Gateway
 from toolweave.server.auth import bearer_token
+from toolweave.server_compat import drop_connection
 from toolweave.services.keys import KeyCache
 from toolweave.store import ApiKeyInfo
 
@@ -42,22 +43,7 @@ class _SocketChannel:
         with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):  # the client is gone already
             await self.websocket.close(code, reason)
         if code == protocol.FLOODED:
-            _drop_transport(self.websocket)
-
-
-def _drop_transport(websocket: WebSocket) -> None:
-    """End a flooding client's TCP connection now, without waiting for its closing handshake.
-
-    After the close frame, uvicorn keeps reading (and parsing) the client's frames until the client
-    answers it, up to 10 s: a flooder that never answers would keep costing the event loop all that
-    time. The ASGI interface has no way to say "drop it", so this reaches the server protocol's
-    transport through the bound `receive` (uvicorn's); under another server it does nothing and the
-    server's own close timeout applies. `tests/security/test_federation_flood.py` checks it works.
-    """
-    transport = getattr(getattr(websocket._receive, "__self__", None), "transport", None)
-    abort = getattr(transport, "abort", None)
-    if callable(abort):
-        abort()
+            drop_connection(self.websocket)  # a flooder would keep costing the loop until it answers
 
 
 def federation_route(

@@ -13,7 +13,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 
 from toolweave.config.models import LimitsConfig
-from toolweave.sdk_compat import end_session
+from toolweave.sdk_compat import end_session, holds_session
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
 
@@ -28,7 +28,7 @@ class McpEndpoint:
 
     def is_open(self, session_id: str) -> bool:
         """Whether one of the managers still serves the session (the SDK keeps no public view of them)."""
-        return any(session_id in manager._server_instances for manager in self.managers)
+        return any(holds_session(manager, session_id) for manager in self.managers)
 
     async def end(self, session_id: str) -> bool:
         """End the session now (its key was revoked); False when this endpoint does not hold it."""
