@@ -1,4 +1,8 @@
-"""Real MCP backends for executor tests: `tests/servers/testserver.py` over stdio, one process per gateway."""
+"""Executor unit tests: gateways over `tests/servers/testserver.py`, run in-process (support/inprocess.py).
+
+The executor's stages (admission, approval, policy, batches) are what is under test, not the stdio
+transport, which tests/backends and the server tests cover with real processes.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,13 @@ from typing import Any
 import pytest
 
 from support.executor import MakeGateway, backend
+from support.inprocess import in_process_testservers
 from toolweave import Gateway
+
+
+@pytest.fixture(autouse=True)
+def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    in_process_testservers(monkeypatch)
 
 
 @pytest.fixture

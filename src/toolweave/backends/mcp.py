@@ -232,6 +232,25 @@ class MCPBackend(Backend):
                 await client.__aexit__(None, None, None)
 
     async def _open_client(self) -> Client:
+        client = Client(
+            await self._transport(),
+            message_handler=self._on_message,
+            cache=None,
+            sampling_callback=self._relay_sampling,
+            elicitation_callback=self._relay_elicitation,
+            list_roots_callback=self._relay_roots,
+            logging_callback=self._relay_log,
+        )
+        try:
+            await client.__aenter__()
+        finally:
+            if self._stderr is not None:
+                self._stderr.child_started()
+        return client
+
+    async def _transport(self) -> Any:
+        """What the SDK client connects through: a stdio child or streamable HTTP. One place, so the
+        test suite's in-process backend (tests/support/inprocess.py) can swap the child for an object."""
         config = self.config
         if config.command:
             params = StdioServerParameters(
@@ -247,24 +266,8 @@ class MCPBackend(Backend):
                 errlog: Any = self._stderr.child_end
             else:
                 errlog = _subprocess_stream(self._errlog)
-            target: Any = stdio_client(params, errlog=errlog)
-        else:
-            target = self._http_transport(config.url or "", dict(config.headers))
-        client = Client(
-            target,
-            message_handler=self._on_message,
-            cache=None,
-            sampling_callback=self._relay_sampling,
-            elicitation_callback=self._relay_elicitation,
-            list_roots_callback=self._relay_roots,
-            logging_callback=self._relay_log,
-        )
-        try:
-            await client.__aenter__()
-        finally:
-            if self._stderr is not None:
-                self._stderr.child_started()
-        return client
+            return stdio_client(params, errlog=errlog)
+        return self._http_transport(config.url or "", dict(config.headers))
 
     @contextlib.asynccontextmanager
     async def _http_transport(self, url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
