@@ -75,7 +75,7 @@ class Served:
         self.path = tmp_path / "tw.db"
         self.config = _config(url, **gateway)
         self.box = SecretBox("test-key", "the test")
-        self.repo = OAuthTokenRepository(self.db, self.box)
+        self.repo = OAuthTokenRepository(self.db, self.box, via="ui")
         self.credentials = self.replica()
         self.gateway = Gateway(self.config, credentials=self.credentials)
 
@@ -163,6 +163,37 @@ async def test_a_401_to_a_token_thought_valid_is_refreshed_once_not_authorized_a
             after = (await http.get(admin + "/stats")).json()
         assert after["refreshes"] == before["refreshes"] + 1
         assert after["authorizations"] == before["authorizations"]
+
+
+async def test_a_grant_is_audited_once_and_a_refresh_is_not(oauth_server: str, tmp_path: Path) -> None:
+    """`oauth.granted` when a user's grant starts holding tokens and when tokens come back with other
+    scopes; a refresh for the same scopes (or a client registration alone) writes nothing."""
+    from toolweave.store.audit import ALL_TENANTS, AuditRepository
+
+    async with Served(tmp_path, oauth_server) as served:
+        audit = AuditRepository(served.db)
+        await served.authorize("erin", ttl=1)
+        await asyncio.sleep(1.2)  # erin's access token has expired: the next call refreshes it
+        assert _user(await served.call("erin")) == "erin"
+        granted = [r for r in await audit.list(ALL_TENANTS) if r.action == "oauth.granted"]
+        assert [(r.tenant, r.actor, r.via, r.object_id) for r in granted] == [
+            ("acme", "erin", "ui", "remote"),
+            (None, "local", "ui", "remote"),  # the operator's connection at start (newest first)
+        ]
+        assert set(granted[0].detail or {}) <= {"subject", "scope"}  # names and scopes, never a token
+        await served.repo.put("acme", "erin", "remote", {"client": {"client_id": "x"}})  # no tokens
+        await served.repo.put(
+            "acme", "erin", "remote", {"tokens": {"access_token": "tok-1-secret"}}, scope="read"
+        )
+        await served.repo.put(
+            "acme", "erin", "remote", {"tokens": {"access_token": "tok-2-secret"}}, scope="read"
+        )
+        await served.repo.put(
+            "acme", "erin", "remote", {"tokens": {"access_token": "tok-3-secret"}}, scope="read write"
+        )
+        granted = [r for r in await audit.list("acme") if r.action == "oauth.granted"]
+        assert [(r.detail or {}).get("scope_before", "-") for r in granted] == ["read", "-", "-"]
+        assert "secret" not in str([r.to_dict() for r in granted])
 
 
 async def test_a_revoked_grant_asks_to_authorize_again(oauth_server: str, tmp_path: Path) -> None:

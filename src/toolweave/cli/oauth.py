@@ -115,7 +115,7 @@ async def grants_of(cfg: Config, *, interactive: bool) -> AsyncIterator[OAuthBac
 
     db = Database.from_url(cfg.gateway.database)
     await db.start()
-    grants = OAuthBackends(OAuthTokenRepository(db), interactive=interactive)
+    grants = OAuthBackends(OAuthTokenRepository(db, via="cli"), interactive=interactive)
     try:
         yield grants
     finally:

@@ -117,7 +117,7 @@ class ServerRuntime:
         )
         self.grants = (
             OAuthBackends(
-                OAuthTokenRepository(self.db),
+                OAuthTokenRepository(self.db, via="ui"),
                 callback_url=oauth_callback_url(config),
                 shared_pending=PendingAuthorizations(self.db),
             )

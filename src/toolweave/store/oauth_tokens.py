@@ -8,6 +8,10 @@ kept in clear beside it, for status pages; neither is a credential.
 
 `subject` is the user: the caller's identity (`credentials.user_of`); `SHARED` is the one grant of
 a backend the operator authorized for everybody.
+
+A grant that starts holding tokens, or whose tokens come back with other scopes, is a change of
+who may do what, so `put` writes an `oauth.granted` audit record in its own transaction (the
+scopes before and after, never a token); refreshing tokens for the same scopes is not a change.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from typing import Any, TypedDict
 import orjson
 from sqlalchemy import ColumnElement, and_, delete, select, update
 
+from toolweave.actor import Actor, Via
 from toolweave.fields import BACKEND_NAME_RE
 from toolweave.store._sql import check_tenant, ensure_tenant, lock_name
+from toolweave.store.audit import write_audit
 from toolweave.store.crypto import SecretBox
 from toolweave.store.database import Database
 from toolweave.store.errors import SecretKeyError
@@ -56,9 +62,12 @@ def _owner(tenant: str | None, subject: str, backend: str) -> ColumnElement[bool
 class OAuthTokenRepository:
     """`get`/`put` the decrypted grant (a dict: `tokens`, `client`, `obtained_at`); never logs a value."""
 
-    def __init__(self, db: Database, box: SecretBox | None = None) -> None:
+    def __init__(self, db: Database, box: SecretBox | None = None, *, via: Via | None = None) -> None:
+        """`via`: the door grants come through, for their audit records (`ui` for a gateway's
+        callback, `cli` for `toolweave login`); None: grants are not audited (the library alone)."""
         self._db = db
         self._box = box
+        self._via = via
 
     def __repr__(self) -> str:
         return f"OAuthTokenRepository({self._db!r})"
@@ -106,12 +115,39 @@ class OAuthTokenRepository:
         async with self._db.write() as conn:
             await ensure_tenant(conn, tenant)
             await lock_name(conn, "oauth", f"{tenant or ''}/{subject}/{backend}")
+            query = select(oauth_tokens.c.authorized, oauth_tokens.c.scope).where(
+                _owner(tenant, subject, backend)
+            )
+            before = (await conn.execute(query)).one_or_none()
             done = await conn.execute(
                 update(oauth_tokens).where(_owner(tenant, subject, backend)).values(**values)
             )
             if done.rowcount == 0:
                 row = {"id": uuid.uuid4().hex, "tenant": tenant, "subject": subject, "backend": backend}
                 await conn.execute(oauth_tokens.insert().values(**row, **values, created_at=now))
+            if values["authorized"] and (before is None or not before.authorized or before.scope != scope):
+                await self._audit_grant(conn, tenant, subject, backend, scope, before)
+
+    async def _audit_grant(
+        self, conn: Any, tenant: str | None, subject: str, backend: str, scope: str | None, before: Any
+    ) -> None:
+        """`oauth.granted`: the grant's owner, its scopes now and (a re-grant) before."""
+        if self._via is None:
+            return
+        who = "operator (shared grant)" if subject == SHARED else subject
+        detail: dict[str, Any] = {"subject": subject, "scope": scope}
+        if before is not None and before.authorized:
+            detail["scope_before"] = before.scope
+        await write_audit(
+            conn,
+            Actor(tenant=tenant, who=who, via=self._via),
+            "oauth.granted",
+            tenant=tenant,
+            object_type="backend",
+            object_id=backend,
+            object_name=backend,
+            detail=detail,
+        )
 
     async def delete(self, tenant: str | None, subject: str, backend: str) -> bool:
         """Forget the grant; False when there was none."""
