@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 import mcp_types as types
 
 from toolweave.problems import Problem, as_problems
-from toolweave.runs import RunRecord, RunStore
+from toolweave.runs import RunRecord, RunStore, StepRecord
 
 CallFn = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """Make an inner call: `await call(reference, arguments)`. Never raises for tool failures."""
@@ -79,6 +79,9 @@ class RunContext:
     """Where a workflow checkpoints its steps (durable runs); None when not recorded."""
     resume: RunRecord | None = None
     """An interrupted run to continue: completed steps are not re-run."""
+    steps: list[StepRecord] | None = None
+    """The run record's steps, where a composite that does not checkpoint (a fan-out: one per target)
+    puts what it ran, so the run's page shows each part's outcome; None when not recorded."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -308,6 +308,7 @@ class ToolExecutor:
             tenant=self.session.tenant,
             runs=self.registry.runs,
             resume=resume,
+            steps=record.steps,
         )
         return await entry.composite.run(arguments, context)
 

@@ -119,6 +119,10 @@ def _scrub(record: RunRecord) -> None:
     if record.error is not None:
         record.error = tainted.scrub(record.error)
     record.events = tainted.scrub_value(record.events)
+    for step in record.steps:  # a fan-out's targets keep what they answered, which may quote them
+        step.output = tainted.scrub_value(step.output)
+        if step.error is not None:
+            step.error = tainted.scrub(step.error)
     if record.state:
         record.state = tainted.scrub_value(record.state)
 

@@ -438,7 +438,7 @@ class SqlRunStore:
             result = await conn.execute(
                 update(runs)
                 .where(runs.c.status == "running", orphaned)
-                .values(**_interrupted_values())
+                .values(**_interrupted_values(_last_seen_of_owner(time.time())))
                 .returning(runs.c.id)
             )
             moved = [str(row.id) for row in result.all()]
@@ -478,7 +478,7 @@ class SqlRunStore:
             await conn.execute(
                 update(runs)
                 .where(runs.c.status == "running", runs.c.owner == self.instance_id)
-                .values(**_interrupted_values())
+                .values(**_interrupted_values(time.time()))
             )
             await conn.execute(delete(gateway_instances).where(gateway_instances.c.id == self.instance_id))
         self._last_beat = 0.0
@@ -604,8 +604,22 @@ async def _upsert_many(
     await conn.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes), rows)
 
 
-def _interrupted_values() -> dict[str, Any]:
-    return {"status": "interrupted", "error": func.coalesce(runs.c.error, INTERRUPTED_ERROR)}
+def _interrupted_values(stopped: Any) -> dict[str, Any]:
+    """An interrupted run keeps how long it ran, until `stopped` (epoch seconds, or an SQL expression
+    of them): its page draws the step it was in for that long, not as a zero-length "running" step.
+    `finished_at` stays empty: the run is not finished (retention keeps it, resuming continues it)."""
+    return {
+        "status": "interrupted",
+        "error": func.coalesce(runs.c.error, INTERRUPTED_ERROR),
+        "latency_ms": (stopped - runs.c.started_at) * 1000.0,
+    }
+
+
+def _last_seen_of_owner(now: float) -> Any:
+    """When a run's gateway was last seen (its heartbeat), the best guess of when it stopped; `now`
+    for a run no gateway owns."""
+    seen = select(gateway_instances.c.last_seen).where(gateway_instances.c.id == runs.c.owner)
+    return func.coalesce(seen.scalar_subquery(), now)
 
 
 async def _audit_resumed(conn: AsyncConnection, actor: Actor, run_id: str) -> None:

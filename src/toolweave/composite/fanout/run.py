@@ -29,6 +29,10 @@ the same order; `isError` when any target failed (successful results kept);
 for a target that gave no structured result (its text is not repeated otherwise);
 `_meta["toolweave"] = {kind: "fanout", targets: [{tool, isError, latency_ms, status}]}`
 with `status` one of `completed`, `failed`, `timed_out`, `cancelled`.
+
+A recorded call also gets one step per target in its run record (`RunContext.steps`): the
+target's status, start and latency, its structured result (else its text) or its error, so
+the run's page shows what each target answered.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import mcp_types as types
 
 from toolweave.composite.base import ProgressFn, ResolvedTool, RunContext
 from toolweave.results import META_KEY, text
+from toolweave.runs import StepRecord
 from toolweave.templates import (
     TemplateError,
     ValueTemplate,
@@ -51,6 +56,8 @@ from toolweave.templates import (
 )
 
 KIND: Final = "fanout"
+MAX_RECORDED_TEXT: Final = 20_000
+"""A target's text kept in its run record's step, at most (characters)."""
 Status = Literal["completed", "failed", "timed_out", "cancelled"]
 
 OUTPUT_SCHEMA: Final[dict[str, Any]] = {
@@ -116,6 +123,8 @@ class Outcome:
     result: types.CallToolResult
     latency_ms: float
     status: Status
+    started: float | None = None
+    """When the target's call began (`time.perf_counter()`); None for one cancelled before it ended."""
 
 
 class _FirstSuccess(Exception):
@@ -154,6 +163,7 @@ class FanoutComposite:
     kind: str = KIND
 
     async def run(self, arguments: Mapping[str, Any], ctx: RunContext) -> types.CallToolResult:
+        began = time.perf_counter()
         args = dict(arguments) if isinstance(arguments, Mapping) else {}
         context = arguments_context(args) if self.templated else {}
         progress = _Progress(ctx.progress, len(self.targets))
@@ -161,7 +171,21 @@ class FanoutComposite:
             outcomes = [await self._finish(target, args, context, ctx, progress) for target in self.targets]
         else:
             outcomes = await self._concurrently(args, context, ctx, progress)
-        return self._aggregate(outcomes)
+        result = self._aggregate(outcomes)
+        if ctx.steps is not None:
+            ctx.steps.extend(self._steps(outcomes, began))
+        return result
+
+    def _steps(self, outcomes: list[Outcome], began: float) -> list[StepRecord]:
+        """One run-record step per target, in declared order; a tool named twice gets `#2`, `#3`..."""
+        by_index = {outcome.target.index: outcome for outcome in outcomes}
+        seen: dict[str, int] = {}
+        steps = []
+        for target in self.targets:
+            seen[target.name] = seen.get(target.name, 0) + 1
+            step_id = target.name if seen[target.name] == 1 else f"{target.name} #{seen[target.name]}"
+            steps.append(_step(step_id, by_index.get(target.index), began))
+        return steps
 
     async def _finish(
         self,
@@ -261,6 +285,25 @@ def _meta_entry(outcome: Outcome) -> dict[str, Any]:
     }
 
 
+def _step(step_id: str, outcome: Outcome | None, began: float) -> StepRecord:
+    if outcome is None:  # first_success: cancelled once another target succeeded
+        return StepRecord(id=step_id, status="cancelled", error="cancelled: another target succeeded first")
+    result = outcome.result
+    body = _text_of(result)
+    output: Any = result.structured_content
+    if output is None and not result.is_error:
+        output = body[:MAX_RECORDED_TEXT]
+    return StepRecord(
+        id=step_id,
+        status=outcome.status,
+        attempts=1,
+        latency_ms=outcome.latency_ms,
+        output=output,
+        error=(body[:MAX_RECORDED_TEXT] or "error") if result.is_error else None,
+        start_ms=round((outcome.started - began) * 1000, 3) if outcome.started is not None else None,
+    )
+
+
 def arguments_context(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """What argument templates see: each call argument by name, and all of them as `params` / `arguments`."""
     plain = dict(arguments)
@@ -276,7 +319,7 @@ async def call_target(
         call_args = await run_bounded(target.call_arguments, args, context)
     except TemplateError as error:
         failure = _error(f"cannot build the arguments for {target.name}: {error}")
-        return Outcome(target, failure, _elapsed_ms(started), "failed")
+        return Outcome(target, failure, _elapsed_ms(started), "failed", started)
     status: Status = "completed"
     try:
         result = await _call_with_timeout(target, call_args, ctx)
@@ -287,7 +330,7 @@ async def call_target(
         result = _error(f"calling {target.name} failed: {error or type(error).__name__}")
     if status == "completed" and result.is_error:
         status = "failed"
-    return Outcome(target, result, _elapsed_ms(started), status)
+    return Outcome(target, result, _elapsed_ms(started), status, started)
 
 
 class _TargetTimedOut(Exception):

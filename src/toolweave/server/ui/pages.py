@@ -17,7 +17,7 @@ from toolweave.server.ui.app import ADMIN, CALL, PageContext, UiApp
 from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_rows
 from toolweave.server.ui.dag import layout
 from toolweave.server.ui.live_calls import LiveCallRefused, LiveCalls
-from toolweave.server.ui.run_view import timeline
+from toolweave.server.ui.run_view import settled_steps, step_outputs, timeline
 from toolweave.server.ui.throttle import LoginThrottle
 from toolweave.server.ui.tool_view import pretty, tool_view
 from toolweave.server.ui.try_view import ReadArguments, form_fields, read_arguments, result_view
@@ -168,16 +168,19 @@ class Pages:
         if record is None or (tenant is not None and record.tenant != tenant):
             return self.ui.problem(ctx, 404, "No such run", f"There is no run {run_id!r} here.")
         dag = None
+        steps = settled_steps(record)
         if record.kind == "workflow" and ctx.runtime.definitions is not None:
             view = await tool_view(ctx.runtime.definitions, record.tool, ctx.caller)
-            statuses = {step.id: step.status for step in record.steps}
+            statuses = {step.id: step.status for step in steps}
             dag = layout(view.definition.get("steps") or [], statuses) if view is not None else None
         return self.ui.render(
             ctx,
             "run.html",
             run=record,
             dag=dag,
-            steps=timeline(record.steps),
+            steps=timeline(steps),
+            outputs=step_outputs(steps),
+            targets={step.id: step.id.split(" #")[0] for step in record.steps},
             arguments=pretty(record.arguments),
             may_call=ctx.may(CALL),
             result=result,
