@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import tw_gates
 from playwright.async_api import expect
 
 from support.api import GREETER, SCRAPER
@@ -42,6 +43,17 @@ WORKFLOW = {
         },
     ],
 }
+
+
+CLOCKS_MS = 0.01
+"""A step's start is wall-clock time and its duration a monotonic clock's, each rounded to 1 µs."""
+
+
+async def _bar_ms(bar: Any, which: str) -> float:
+    """A timeline bar's `data-start-ms` or `data-latency-ms`: what its position and width draw."""
+    value = await bar.get_attribute(f"data-{which}-ms")
+    assert value is not None, f"the bar has no data-{which}-ms"
+    return float(value)
 
 
 def scraper_backend() -> dict[str, Any]:
@@ -123,10 +135,19 @@ async def test_a_workflow_run_page_draws_its_steps(browser: Any, tmp_path: Path)
         await expect(page.locator("#workflow-steps li")).to_have_count(3)
         # the result draws _meta's steps on a timeline too: times and boom start after hello ended
         await expect(page.locator("#result-timeline g.step")).to_have_count(3)
-        hello_bar = await page.locator('#result-timeline g[data-step="hello"] rect').bounding_box()
-        times_bar = await page.locator('#result-timeline g[data-step="times"] rect').bounding_box()
+        hello, times = (
+            page.locator(f'#result-timeline g[data-step="{step}"]') for step in ("hello", "times")
+        )
+        hello_bar, times_bar = (
+            await hello.locator("rect").bounding_box(),
+            await times.locator("rect").bounding_box(),
+        )
         assert hello_bar is not None and times_bar is not None
-        assert times_bar["x"] >= hello_bar["x"] + hello_bar["width"] - 1
+        assert times_bar["x"] > hello_bar["x"]  # drawn after it...
+        # ...at the time it started, which is after hello ended (read from the bars: a step far shorter
+        # than the run is drawn MIN_BAR wide, longer than it took, so its drawn end says nothing)
+        hello_end = await _bar_ms(hello, "start") + await _bar_ms(hello, "latency")
+        assert await _bar_ms(times, "start") >= hello_end - CLOCKS_MS
         await page.click("#run-link")
         # the workflow's picture, each step coloured by its state
         await expect(page.locator("#dag g.node")).to_have_count(3)
@@ -282,10 +303,10 @@ async def test_the_run_timeline_places_steps_by_their_start(browser: Any, tmp_pa
 
 SLOW_WORKFLOW = {
     "name": "nap_long_then_greet",
-    "description": "Nap a while, then greet.",
+    "description": "Nap until the test says so, then greet.",
     "parameters": {"type": "object", "properties": {}},
     "steps": [
-        {"id": "nap", "tool": "py/nap", "arguments": {"seconds": 2}},
+        {"id": "nap", "tool": "gates/wait_for", "arguments": {"gate": "runs-page"}},
         {"id": "hello", "tool": "py/greet", "arguments": {"name": "later"}, "dependsOn": ["nap"]},
         {"id": "boom", "tool": "py/explode", "dependsOn": ["nap"], "onError": {"action": "continue"}},
     ],
@@ -293,35 +314,43 @@ SLOW_WORKFLOW = {
 
 
 async def test_a_running_runs_page_follows_it_to_the_end(browser: Any, tmp_path: Path) -> None:
-    async with serve_ui(
-        {"backends": [python_backend()], "composite_tools": [SLOW_WORKFLOW]}, tmp_path
-    ) as server:
-        context = await browser.new_context()
-        trying = await context.new_page()
-        await trying.goto(f"{server.url}/tools/nap_long_then_greet")
-        await trying.click("#try-form button[type=submit]")
-        await expect(trying.locator("#live-state")).to_contain_text("Running")
+    # the run's first step waits until the test has seen it running (a fixed nap races a loaded machine)
+    backends = [python_backend(), python_backend("gates", module="tw_gates")]
+    raw = {"backends": backends, "composite_tools": [SLOW_WORKFLOW]}
+    with tw_gates.gate("runs-page"):
+        async with serve_ui(raw, tmp_path) as server:
+            await _follow_a_running_run(browser, server)
 
-        listing = await context.new_page()  # the runs list follows the running run too
-        await listing.goto(f"{server.url}/runs?tool=nap_long_then_greet")
-        await expect(listing.locator("#runs tbody .status")).to_have_text("running")
 
-        page = await context.new_page()
-        await page.goto(f"{server.url}/runs?status=running")
-        await page.click("#runs tbody tr a >> nth=0")
-        await expect(page.locator("#run-status")).to_have_text("running")
-        await expect(page.locator('#dag g[data-step="nap"]')).to_have_class(re.compile("running"))
-        # no reload: the page refreshes itself until the run ends, each step in its state's colour
-        await expect(page.locator("#run-status")).to_have_text("completed", timeout=15_000)
-        await expect(page.locator('#dag g[data-step="hello"]')).to_have_class(re.compile("completed"))
-        await expect(page.locator('#dag g[data-step="boom"]')).to_have_class(re.compile("failed"))
-        fill = "el => getComputedStyle(el).fill"
-        done = await page.locator('#dag g[data-step="hello"] rect').evaluate(fill)
-        failed = await page.locator('#dag g[data-step="boom"] rect').evaluate(fill)
-        plain = await page.locator('#dag g[data-step="nap"] rect').evaluate(fill)
-        assert done != failed and done == plain  # coloured by state, not all alike
-        await expect(page.locator("#timeline g.step")).to_have_count(3)
-        await expect(listing.locator("#runs tbody .status")).to_have_text("completed", timeout=10_000)
+async def _follow_a_running_run(browser: Any, server: Any) -> None:
+    """Watch the gated run from the Try page, the runs list and its own page; then let it finish."""
+    context = await browser.new_context()
+    trying = await context.new_page()
+    await trying.goto(f"{server.url}/tools/nap_long_then_greet")
+    await trying.click("#try-form button[type=submit]")
+    await expect(trying.locator("#live-state")).to_contain_text("Running")
+
+    listing = await context.new_page()  # the runs list follows the running run too
+    await listing.goto(f"{server.url}/runs?tool=nap_long_then_greet")
+    await expect(listing.locator("#runs tbody .status")).to_have_text("running")
+
+    page = await context.new_page()
+    await page.goto(f"{server.url}/runs?status=running")
+    await page.click("#runs tbody tr a >> nth=0")
+    await expect(page.locator("#run-status")).to_have_text("running")
+    await expect(page.locator('#dag g[data-step="nap"]')).to_have_class(re.compile("running"))
+    tw_gates.open_gate("runs-page")
+    # no reload: the page refreshes itself until the run ends, each step in its state's colour
+    await expect(page.locator("#run-status")).to_have_text("completed", timeout=15_000)
+    await expect(page.locator('#dag g[data-step="hello"]')).to_have_class(re.compile("completed"))
+    await expect(page.locator('#dag g[data-step="boom"]')).to_have_class(re.compile("failed"))
+    fill = "el => getComputedStyle(el).fill"
+    done = await page.locator('#dag g[data-step="hello"] rect').evaluate(fill)
+    failed = await page.locator('#dag g[data-step="boom"] rect').evaluate(fill)
+    plain = await page.locator('#dag g[data-step="nap"] rect').evaluate(fill)
+    assert done != failed and done == plain  # coloured by state, not all alike
+    await expect(page.locator("#timeline g.step")).to_have_count(3)
+    await expect(listing.locator("#runs tbody .status")).to_have_text("completed", timeout=10_000)
 
 
 async def test_the_operator_filters_runs_by_tenant_and_sees_errors(browser: Any, tmp_path: Path) -> None:
