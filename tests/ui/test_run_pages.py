@@ -43,7 +43,7 @@ LONG_LABELS = {
             "arguments": {"name": "{{ params.who }}"},
         },
         {
-            "id": "multiply_the_two_numbers_afterwards",
+            "id": "MEASURE_THE_SQUARED_DISTANCE_OF_THE_POINT",  # wide letters: wider than its box
             "tool": "py/squared_distance",
             "arguments": {"point": {"x": 1, "y": 2}},
             "dependsOn": ["say_hello_to_the_person_named_in_the_parameters"],
@@ -51,6 +51,9 @@ LONG_LABELS = {
         },
     ],
 }
+
+
+SECOND = "MEASURE_THE_SQUARED_DISTANCE_OF_THE_POINT"
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -108,7 +111,7 @@ async def test_an_interrupted_run_draws_its_step_where_it_began_for_as_long_as_i
     run = RunRecord(id=new_run_id(), tool="long_labels", kind="workflow", started_at=began)
     first = "say_hello_to_the_person_named_in_the_parameters"
     done = StepRecord(id=first, status="completed", attempts=1, latency_ms=400.0, start_ms=0.0)
-    waiting = StepRecord(id="multiply_the_two_numbers_afterwards", status="running", start_ms=1000.0)
+    waiting = StepRecord(id=SECOND, status="running", start_ms=1000.0)
     gone = SqlRunStore(server.runtime.db)  # another gateway on this database, stopped mid-run
     await gone.start_run(run)
     await gone.checkpoint(run.id, done)
@@ -129,3 +132,30 @@ async def test_an_interrupted_run_draws_its_step_where_it_began_for_as_long_as_i
     assert box["x"] > other["x"] + other["width"]  # it began after the first step ended...
     assert box["width"] > 4 * other["width"]  # ...and ran (about 4 s) far longer than its 0.4 s
     await expect(page.locator(f'#dag g[data-step="{waiting.id}"]')).to_have_class(re.compile("interrupted"))
+
+
+async def test_workflow_picture_labels_stay_inside_their_boxes(server: UiServer, page: Any) -> None:
+    await page.goto(f"{server.url}/tools/long_labels")
+    nodes = page.locator("#dag g.node")
+    await expect(nodes).to_have_count(2)
+    for index in range(2):
+        node = nodes.nth(index)
+        box = await node.locator("rect").bounding_box()
+        assert box is not None
+        for label in ("step-id", "step-detail"):
+            inner = await node.locator(f".{label}").bounding_box()
+            assert inner is not None
+            assert box["x"] <= inner["x"] and inner["x"] + inner["width"] <= box["x"] + box["width"], (
+                label,
+                index,
+            )
+            assert box["y"] <= inner["y"] and inner["y"] + inner["height"] <= box["y"] + box["height"], (
+                label,
+                index,
+            )
+    wide = page.locator(f'#dag g[data-step="{SECOND}"]')
+    # cut short with an ellipsis, and the whole name (with its tool and condition) in its tooltip
+    assert await wide.locator(".step-id .cut").evaluate("e => e.scrollWidth > e.clientWidth")
+    assert await wide.locator(".step-id .cut").evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
+    await expect(wide.locator("title")).to_contain_text(f"{SECOND}: py/squared_distance — if")
+    await expect(wide.locator(".cond")).to_be_visible()  # the condition's mark is never cut off

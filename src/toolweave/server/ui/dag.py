@@ -40,6 +40,8 @@ class Edge:
 class Dag:
     width: int = 0
     height: int = 0
+    node_w: int = NODE_W
+    node_h: int = NODE_H
     nodes: list[Node] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
 
