@@ -442,6 +442,14 @@ class FederationConfig(StrictModel):
     """Federated tools the namespaces of one tenant may hold together."""
     max_clients: int = Field(default=16, ge=1, le=1024)
     """Clients one namespace may have connected at once (on this gateway)."""
+    max_pending_per_key: int = Field(default=4, ge=1, le=1024)
+    """Connections of one API key still registering (connected, manifest not yet accepted) at once, on
+    this gateway; one more is closed at once (4429). Without it, one key could hold thousands of
+    sockets that never register, each costing the gateway until `register_timeout`."""
+    registrations_per_second_per_tenant: float = Field(default=1.0, ge=0, le=10_000)
+    """New connections (each one a manifest to read and check, and a catalog change) the keys of one
+    tenant may open a second on this gateway, in bursts of `REGISTRATION_BURST_SECONDS`' worth; more
+    are closed at once (4429), before anything is read; 0: unlimited."""
     call_timeout: Duration = 30.0
     """How long a call to a federated tool may take unless the tool's caller gives less."""
     register_timeout: Duration = 10.0

@@ -26,12 +26,16 @@ from toolweave.backends.federated.manifest import Manifest
 from toolweave.backends.federated.peer import FederatedPeer
 from toolweave.config.models import Config, FederationConfig
 from toolweave.problems import Problem, join_path
+from toolweave.rates import TokenBucket
 
 logger = logging.getLogger("toolweave.federation")
 
 FLOOD_PENALTY = 10.0
 """Seconds a key's new connections are refused after one of them was closed for flooding: reconnecting
 at once would buy a fresh burst every time."""
+REGISTRATION_BURST_SECONDS = 10.0
+"""A tenant's new connections may come in bursts of this many seconds' worth of
+`[federation] registrations_per_second_per_tenant` (its clients reconnecting after a restart)."""
 
 
 class Federation:
@@ -55,6 +59,8 @@ class Federation:
         self._numbers = itertools.count(1)
         self._flooded: dict[str | None, float] = {}
         """Key → until when its new connections are refused, after one of them flooded."""
+        self._registrations: dict[str, TokenBucket] = {}
+        """Tenant → its bucket of new connections (`registrations_per_second_per_tenant`)."""
 
     def backends(self) -> list[Backend]:
         return list(self.namespaces.values())
@@ -71,6 +77,36 @@ class Federation:
         if left <= 0:
             return None
         return f"flooding: this key flooded a connection; reconnect after {math.ceil(left)} s"
+
+    def admission(self, key_id: str | None, tenant: str | None) -> str | None:
+        """Why a new connection of `key_id` (of `tenant`) is refused now, before anything is read from it;
+        None: admitted (and counted against its tenant's registration rate).
+
+        Every connection costs the gateway a manifest to read and check and a catalog change, on the
+        event loop every tenant shares: a key may hold only `max_pending_per_key` connections still
+        registering, and a tenant may open only `registrations_per_second_per_tenant` a second. The
+        local operator (no key: auth is off) is not limited.
+        """
+        refused = self.flood_penalty(key_id)
+        if refused is not None or key_id is None:
+            return refused
+        settings = self.settings
+        pending = sum(1 for peer in self.peers if peer.key_id == key_id and not peer.registered)
+        if pending >= settings.max_pending_per_key:
+            return f"{pending} connections of this key still registering ([federation] max_pending_per_key)"
+        rate = settings.registrations_per_second_per_tenant
+        if rate <= 0 or tenant is None:
+            return None
+        bucket = self._registrations.get(tenant)
+        if bucket is None:
+            burst = max(1.0, rate * REGISTRATION_BURST_SECONDS)
+            bucket = self._registrations[tenant] = TokenBucket(rate, burst)
+        if not bucket.take():
+            wait = math.ceil(bucket.retry_after())
+            return (
+                f"registering too fast ([federation] registrations_per_second_per_tenant); retry in {wait} s"
+            )
+        return None
 
     def next_number(self) -> int:
         """A number that tells apart the clients of one gateway in errors and logs."""

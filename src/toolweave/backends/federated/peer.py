@@ -77,6 +77,8 @@ class FederatedPeer:
         self.last_heard = time.monotonic()
         self.closed: str | None = None
         """Why the connection ended, once it has."""
+        self.registered = False
+        """Its manifest was accepted (until then it counts against `max_pending_per_key`)."""
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self.on_list_changed: Callable[[], None] | None = None

@@ -47,9 +47,10 @@ async def serve_client(
 ) -> None:
     """Serve one client until its connection ends. `origin`: where it connects from, for its label."""
     settings = federation.settings
-    penalty = federation.flood_penalty(key_id)
-    if penalty is not None:
-        await channel.close(protocol.FLOODED, penalty)
+    refused = federation.admission(key_id, tenant)
+    if refused is not None:
+        logger.warning("federation: refused a connection (%s): %s", origin, refused)
+        await channel.close(protocol.FLOODED, protocol.short_reason(refused))
         return
     label = f"{namespace or '?'}#{federation.next_number()} ({origin})"
     peer = FederatedPeer(
@@ -167,6 +168,7 @@ async def _register(
         await _refuse(peer, namespace, problems)
         return None
     exposed = federation.attach(peer, manifest, peer.tenant)
+    peer.registered = True
     with contextlib.suppress(Exception):  # a client gone already is noticed by the reader
         await peer.notify(
             protocol.REGISTRATION,
