@@ -60,6 +60,8 @@ class Client:
     client_id: str
     tenant: str | None
     scope: str
+    redirect_uris: list[str] = field(default_factory=list)
+    """Non-empty: an authorization-code client registered by hand (an OAuth proxy's), not client credentials."""
 
 
 @dataclass
@@ -68,6 +70,8 @@ class OidcProvider:
 
     clients: list[Client]
     ttl: int = 300
+    registration: bool = True
+    """Dynamic client registration (off: an IdP like Entra ID or Okta, whose clients are registered by hand)."""
     port: int = field(default_factory=free_port)
     signing_key: RSAKey = field(
         default_factory=lambda: RSAKey.generate_key(
@@ -84,7 +88,13 @@ class OidcProvider:
         folder, node = oidc_provider_folder()
         keys = KeySet([self.signing_key]).as_dict(private=True)
         clients = [
-            {"client_id": c.client_id, "client_secret": SECRET, "tenant": c.tenant, "scope": c.scope}
+            {
+                "client_id": c.client_id,
+                "client_secret": SECRET,
+                "tenant": c.tenant,
+                "scope": c.scope,
+                "redirect_uris": c.redirect_uris,
+            }
             for c in self.clients
         ]
         env = dict(
@@ -94,6 +104,7 @@ class OidcProvider:
             JWKS=orjson.dumps(keys).decode(),
             CLIENTS=orjson.dumps(clients).decode(),
             TTL=str(self.ttl),
+            REGISTRATION="on" if self.registration else "off",
         )
         log = open(folder / f"provider-{self.port}.log", "wb")  # noqa: SIM115 - the process keeps it
         self.process = subprocess.Popen(

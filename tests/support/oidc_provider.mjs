@@ -5,6 +5,8 @@
 // part after "@"). Client-credentials clients come from CLIENTS (JSON: [{client_id, client_secret,
 // tenant, scope}]). Any resource (RFC 8707) matching RESOURCES (a regex: a gateway's /mcp on loopback)
 // gets JWT access tokens for that audience carrying the tenant claim. TTL: token lifetime in seconds.
+// A client with redirect_uris is a confidential authorization-code client (an OAuth proxy's);
+// REGISTRATION=off turns dynamic registration off (an IdP like Entra ID or Okta).
 import Provider from 'oidc-provider';
 
 const { PORT, ISSUER, JWKS, CLIENTS = '[]', TTL = '300' } = process.env;
@@ -14,7 +16,16 @@ const tenants = Object.fromEntries(clients.map((c) => [c.client_id, c.tenant]));
 const SCOPES = 'tools:read tools:call tools:admin tools:federate';
 
 const provider = new Provider(ISSUER, {
-  clients: clients.map((c) => ({
+  clients: clients.map((c) => (c.redirect_uris && c.redirect_uris.length ? {
+    // a confidential web client registered by hand (an OAuth proxy's, as at Entra ID or Okta)
+    client_id: c.client_id,
+    client_secret: c.client_secret,
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: c.redirect_uris,
+    scope: `openid offline_access ${c.scope}`,
+    token_endpoint_auth_method: 'client_secret_basic',
+  } : {
     client_id: c.client_id,
     client_secret: c.client_secret,
     grant_types: ['client_credentials'],
@@ -28,7 +39,7 @@ const provider = new Provider(ISSUER, {
   clientDefaults: { token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'] },
   features: {
     clientCredentials: { enabled: true },
-    registration: { enabled: true },
+    registration: { enabled: process.env.REGISTRATION !== 'off' },
     devInteractions: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {

@@ -126,10 +126,105 @@ class IssuerConfig(StrictModel):
         return self
 
 
+class ProxyConfig(StrictModel):
+    """`[auth.proxy]`: the gateway as the MCP clients' authorization server, for IdPs without dynamic
+    client registration (Entra ID, Okta): clients register here, a person consents here and logs in
+    at the upstream issuer, and the gateway issues its own short-lived tokens (docs/auth.md)."""
+
+    enabled: bool = False
+    issuer: str = ""
+    """The `[[auth.issuers]]` entry people log in at (its claims, tenant and scope mapping apply);
+    empty: the only issuer configured."""
+    client_id: str = ""
+    """The gateway's own client registered at that issuer (empty: the issuer entry's `client_id`)."""
+    client_secret: str = ""
+    upstream_scopes: list[str] = Field(default_factory=lambda: ["openid", "tools:read", "tools:call"])
+    """Scopes the gateway asks the upstream issuer for (Entra ID: `api://<app>/...` names)."""
+    upstream_resource: bool = True
+    """Send `resource` = the issuer entry's audience upstream (RFC 8707); Entra ID v2 wants it off."""
+    access_token_lifetime: Duration = 600.0
+    refresh_token_lifetime: Duration = 86400.0
+    code_lifetime: Duration = 60.0
+    """How long an authorization code issued to an MCP client may wait to be exchanged."""
+    login_lifetime: Duration = 600.0
+    """How long a person may take between the consent page and returning from the upstream login."""
+    max_clients: int = Field(default=1000, ge=1, le=1_000_000)
+    """Registered clients kept at most (dynamic registrations and fetched metadata documents)."""
+    registrations_per_minute: int = Field(default=20, ge=1, le=10_000)
+    """Dynamic registrations accepted per minute, across every replica sharing the database."""
+    client_metadata_documents: bool = True
+    """Accept an https URL as `client_id` (Client ID Metadata Documents) and fetch the client's metadata."""
+    allow_http_client_metadata: bool = False
+    """Test and development only: fetch client metadata documents from http:// URLs too."""
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer_url(cls, value: str) -> str:
+        return _http_url(value, "auth.proxy.issuer")
+
+    @field_validator("upstream_scopes", mode="before")
+    @classmethod
+    def _scope_words(cls, value: Any) -> Any:
+        return value.split() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _lifetimes(self) -> ProxyConfig:
+        if self.client_secret and not self.client_id:
+            raise ValueError("auth.proxy.client_secret is set without client_id")
+        bounds = {
+            "access_token_lifetime": (self.access_token_lifetime, 30.0, 86400.0),
+            "refresh_token_lifetime": (self.refresh_token_lifetime, 60.0, 90 * 86400.0),
+            "code_lifetime": (self.code_lifetime, 5.0, 600.0),
+            "login_lifetime": (self.login_lifetime, 30.0, 3600.0),
+        }
+        for name, (value, low, high) in bounds.items():
+            if not low <= value <= high:
+                raise ValueError(
+                    f"auth.proxy.{name} must be between {low:g} s and {high:g} s, not {value:g} s"
+                )
+        return self
+
+
 class AuthConfig(StrictModel):
     required: bool = False
     issuers: list[IssuerConfig] = Field(default_factory=list)
     """Issuers whose access tokens are accepted (with `required`), beside API keys."""
+    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+    """`[auth.proxy]`: the OAuth proxy for IdPs without dynamic client registration (off by default)."""
+
+    @model_validator(mode="after")
+    def _proxy_issuer(self) -> AuthConfig:
+        proxy = self.proxy
+        if not proxy.enabled:
+            return self
+        if not self.issuers:
+            raise ValueError("auth.proxy needs an [[auth.issuers]] entry: the IdP people log in at")
+        if not proxy.issuer and len(self.issuers) > 1:
+            raise ValueError(
+                "auth.proxy.issuer must name one of the [[auth.issuers]] (several are configured)"
+            )
+        entry = self.proxy_issuer()
+        if entry is None:
+            raise ValueError(f"auth.proxy.issuer {proxy.issuer!r} is not one of the [[auth.issuers]]")
+        if not (proxy.client_id or entry.client_id):
+            raise ValueError(
+                "auth.proxy needs the gateway's client at the issuer: set auth.proxy.client_id "
+                "(or the issuer's client_id)"
+            )
+        return self
+
+    def proxy_issuer(self) -> IssuerConfig | None:
+        """The issuer entry the proxy logs people in at (None: the proxy names none that exists)."""
+        if not self.proxy.issuer:
+            return self.issuers[0] if len(self.issuers) == 1 else None
+        return next((i for i in self.issuers if i.issuer == self.proxy.issuer), None)
+
+    def proxy_client(self) -> tuple[str, str]:
+        """(client_id, client_secret) of the gateway at the proxy's issuer."""
+        entry = self.proxy_issuer()
+        if self.proxy.client_id:
+            return self.proxy.client_id, self.proxy.client_secret
+        return (entry.client_id, entry.client_secret) if entry else ("", "")
 
     @field_validator("issuers")
     @classmethod

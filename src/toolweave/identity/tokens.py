@@ -33,6 +33,7 @@ from toolweave.config.auth import IssuerConfig
 from toolweave.identity.claims import Identity, TokenRejected, identity_from
 from toolweave.identity.fetch import IssuerUnavailable
 from toolweave.identity.issuer import Issuer, has_kid
+from toolweave.identity.proxy import ProxyAuthority
 from toolweave.identity.resource import VIRTUAL_PATH
 
 MAX_TOKEN_BYTES = 16 * 1024
@@ -60,6 +61,8 @@ class TokenVerifier:
         }
         self._verified: OrderedDict[bytes, Identity] = OrderedDict()
         self._introspecting = asyncio.Semaphore(INTROSPECTIONS_AT_ONCE)
+        self.proxy: ProxyAuthority | None = None
+        """The OAuth proxy (`[auth.proxy]`): the gateway's own tokens, whose grants can be revoked."""
 
     async def verify(self, token: str) -> Identity:
         if len(token) > MAX_TOKEN_BYTES:
@@ -68,6 +71,14 @@ class TokenVerifier:
         known = self._verified.get(digest)
         if known is not None:
             if known.expires_at > time.time():
+                proxy = self.proxy
+                if (
+                    proxy is not None
+                    and proxy.is_mine(known.claims)
+                    and not await proxy.live(known.claims["gid"])
+                ):
+                    self._verified.pop(digest, None)
+                    raise TokenRejected("the token has been revoked")
                 return known
             del self._verified[digest]
         if token.count(".") == 2:
@@ -81,6 +92,9 @@ class TokenVerifier:
 
     async def _verify_jwt(self, token: str) -> Identity:
         header, claims = _unverified(token)
+        if self.proxy is not None and self.proxy.is_mine(claims):
+            kid = header.get("kid")
+            return await self.proxy.verify(token, kid if isinstance(kid, str) else None, self.for_gateway)
         issuer = self.issuers.get(claims.get("iss"))  # type: ignore[arg-type]
         if issuer is None:
             raise TokenRejected(
@@ -134,6 +148,16 @@ class TokenVerifier:
         if problems:
             raise TokenRejected("the token cannot be introspected: " + "; ".join(problems))
         raise TokenRejected("the token is not active (introspection says so): expired, revoked or unknown")
+
+    def for_gateway(self, aud: Any) -> bool:
+        """Whether `aud` is one of this gateway's resources (`/mcp` or a virtual server's)."""
+        audiences = aud if isinstance(aud, list) else [aud]
+        return any(
+            isinstance(value, str)
+            and value.startswith(self.public_url)
+            and (value[len(self.public_url) :] == "/mcp" or VIRTUAL_PATH.match(value[len(self.public_url) :]))
+            for value in audiences
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -192,7 +192,7 @@ def server_app(
         if start_runtime:
             await rt.start()
 
-    identity = identity_parts(rt.config, host, public_url)
+    identity = identity_parts(rt.config, host, public_url, lambda: rt.db)
 
     async def shutdown(_app: Any) -> None:
         await rt.close()

@@ -300,3 +300,58 @@ tool_stats = Table(
 """Per-tool health, rolled up (`toolweave.store.stats`): calls, errors and a latency histogram per
 tool, backend and tenant (`""`: the operator) per minute (`span` 60) and per hour (`span` 3600),
 `bucket` the epoch second it starts. Reading an hour or a day reads at most 60 or 24 rows a series."""
+
+oauth_proxy_clients = Table(
+    "oauth_proxy_clients",
+    metadata,
+    Column("client_id", String(512), primary_key=True),
+    Column("secret_hash", String(64), nullable=True),
+    Column("client", JsonType, nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+    Column("expires_at", Float, nullable=True),
+)
+"""MCP clients of the OAuth proxy (`[auth.proxy]`): registered (RFC 7591, `source` "dcr", the
+secret's SHA-256 for a confidential one) or fetched from a client ID metadata document ("cimd",
+until `expires_at`). `client` is the validated client metadata."""
+
+oauth_proxy_grants = Table(
+    "oauth_proxy_grants",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("client_id", String(512), nullable=False, index=True),
+    Column("tenant", String(128), nullable=False, index=True),
+    Column("subject", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("resource", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False, index=True),
+    Column("revoked_at", Float, nullable=True),
+)
+"""One person's consent to one client, as the gateway's tokens carry it (their `gid`): revoking it
+(RFC 7009, a reused code or refresh token, the tenant's deletion) ends every token of it."""
+
+oauth_proxy_tokens = Table(
+    "oauth_proxy_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("grant_id", String(32), nullable=True, index=True),
+    Column("client_id", String(512), nullable=False),
+    Column("data", JsonType, nullable=False),
+    Column("expires_at", Float, nullable=False, index=True),
+    Column("used_at", Float, nullable=True),
+)
+"""The proxy's one-time secrets by SHA-256 (never the secret): a login in progress ("login"), an
+authorization code ("code"), a refresh token ("refresh"); `used_at` makes each usable once."""
+
+oauth_proxy_keys = Table(
+    "oauth_proxy_keys",
+    metadata,
+    Column("kid", String(64), primary_key=True),
+    Column("secret", LargeBinary, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("retired_at", Float, nullable=True),
+)
+"""The gateway's token signing keys (private JWKs, encrypted like connection secrets); one current,
+retired ones are no longer trusted."""
