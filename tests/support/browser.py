@@ -83,3 +83,18 @@ async def serve_ui(
     app = server_app(config, require_auth=require_auth)
     async with serve_asgi(app) as url:
         yield UiServer(url=url, app=app)
+
+
+@contextlib.asynccontextmanager
+async def serve_ui_for_module(raw: dict[str, Any], directory: Path) -> AsyncIterator[UiServer]:
+    """`serve_ui` for a module-scoped fixture (one gateway for a module's tests): the environment
+    `api_env` gives a test (a fixed secret key, a private HOME), set for as long as it serves."""
+    from support.api import TEST_SECRET
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOOLWEAVE_SECRET_KEY", TEST_SECRET)
+        patch.delenv("TOOLWEAVE_SECRET_KEY_FILE", raising=False)
+        patch.delenv("TOOLWEAVE_LLM_BASE_URL", raising=False)
+        patch.setenv("HOME", str(directory / "home"))
+        async with serve_ui(raw, directory) as served:
+            yield served

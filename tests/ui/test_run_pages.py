@@ -13,8 +13,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import expect
 
-from support.api import TEST_SECRET
-from support.browser import UiServer, chromium, serve_ui
+from support.browser import UiServer, chromium, serve_ui_for_module
 from support.configs import python_backend
 from toolweave.runs import RunRecord, StepRecord, new_run_id
 from toolweave.store import SqlRunStore
@@ -58,13 +57,9 @@ SECOND = "MEASURE_THE_SQUARED_DISTANCE_OF_THE_POINT"
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiServer]:
-    directory = tmp_path_factory.mktemp("run-pages")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TOOLWEAVE_SECRET_KEY", TEST_SECRET)
-        patch.setenv("HOME", str(directory / "home"))
-        raw = {"backends": [python_backend()], "composite_tools": [FANOUT, LONG_LABELS]}
-        async with serve_ui(raw, directory) as served:
-            yield served
+    raw = {"backends": [python_backend()], "composite_tools": [FANOUT, LONG_LABELS]}
+    async with serve_ui_for_module(raw, tmp_path_factory.mktemp("run-pages")) as served:
+        yield served
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

@@ -9,6 +9,7 @@ TOML) holding the same definition; either refills the other.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,28 @@ FORM_KINDS: dict[str, FormKind] = {kind.kind: kind for kind in (ROUTER, FANOUT, 
 MAX_HINT_PARAMETERS = 12
 CATALOG_RESULTS = 15
 """Tools one catalog search shows (the best ranked)."""
+ALL_TOUCHED = "*"
+"""`touched` once the user saved or wrote the text: every problem shows."""
+MAX_TOUCHED = 4000
+ROW = re.compile(r"[A-Za-z]+-\d+-")
+"""The fields of one row (`op-0-tool`, `op-0-map-url`): touching one shows the row's problems."""
+
+
+def touched_of(posted: Any) -> frozenset[str]:
+    """The fields the user has changed (the form's `touched`, kept by ui.js): only their problems show,
+    so a form just opened is not already red with "required" and pattern errors."""
+    raw = posted.get("touched")
+    return frozenset(str(raw)[:MAX_TOUCHED].split()) if raw else frozenset()
+
+
+def shown(at: dict[str, list[str]], touched: frozenset[str]) -> dict[str, list[str]]:
+    """The problems of the fields touched, or of a row one of whose fields was (`op-0-...`)."""
+    if ALL_TOUCHED in touched:
+        return at
+    rows = {found.group() for name in touched if (found := ROW.match(name))}
+    return {
+        slot: found for slot, found in at.items() if slot in touched or any(slot.startswith(r) for r in rows)
+    }
 
 
 @dataclass(slots=True)
@@ -150,6 +173,8 @@ class BuilderPages:
         saved_problem: str = "",
         problems: list[Problem] | None = None,
         http_status: int = 200,
+        touched: frozenset[str] = frozenset(),
+        query: str = "",
     ) -> Response:
         service = ctx.runtime.definitions
         assert service is not None
@@ -165,7 +190,11 @@ class BuilderPages:
             kind=kind,
             choices=kind.choices,
             form=form,
-            at=check.at,
+            at=shown(check.at, touched),
+            touched=" ".join(sorted(touched)),
+            pristine=not touched,
+            query=query,
+            found=self._found(ctx, query),
             check=check,
             editing=editing,
             status=status,
@@ -221,6 +250,7 @@ class BuilderPages:
             kind.from_definition(stored.definition),
             editing=stored,
             status=stored.status if stored.status == "draft" else "active",
+            touched=frozenset({ALL_TOUCHED}),  # a stored definition's problems are news: show them
         )
 
     async def check(self, ctx: PageContext) -> Response:
@@ -235,13 +265,14 @@ class BuilderPages:
         fmt = _format(posted)
         editing = await self._editing(ctx, str(posted.get("id") or ""))
         form = kind.read(posted)
+        touched = touched_of(posted) | ({ALL_TOUCHED} if source == "text" else set())
         values: dict[str, Any] = {"kind": kind, "choices": kind.choices, "editing": editing, "fmt": fmt}
         if source == "text":
             definition, why = documents.read(str(posted.get("yaml") or ""), fmt)
             if definition is None:
                 check = Check(general=[why], problems_count=1)
                 return self.ui.render(
-                    ctx, "_builder_check.html", check=check, at={}, slots=[], hint_slots=[], table_rows=[], source="text", refill=False,
+                    ctx, "_builder_check.html", check=check, at={}, pristine=False, slots=[], hint_slots=[], table_rows=[], source="text", refill=False,
                     form=form, text="", **values,
                 )  # fmt: skip
             form = kind.from_definition(definition)
@@ -253,7 +284,8 @@ class BuilderPages:
             hint_slots=[slot for slot, _ in kind.row_tools(form)],
             table_rows=kind.stale_tables(form, check.params) if source == "form" else [],
             check=check,
-            at=check.at,
+            at=shown(check.at, touched),
+            pristine=not touched,
             slots=form.slots(),
             source=source,
             refill=source == "text",
@@ -265,12 +297,14 @@ class BuilderPages:
     async def catalog(self, ctx: PageContext) -> Response:
         """The builder's tool search: what the caller sees, across backends, ranked like `find_tools`."""
         query = str(ctx.request.query_params.get("q") or "")[:200].strip()
-        found = []
-        if query:
-            gateway = ctx.runtime.gateway
-            rows = tool_rows(gateway, [], ctx.caller.tenant)
-            found = ranked(gateway.catalog, ctx.caller.tenant, rows, query)[:CATALOG_RESULTS]
-        return self.ui.render(ctx, "_catalog_results.html", query=query, found=found)
+        return self.ui.render(ctx, "_catalog_results.html", query=query, found=self._found(ctx, query))
+
+    def _found(self, ctx: PageContext, query: str) -> list[Any]:
+        if not query:
+            return []
+        gateway = ctx.runtime.gateway
+        rows = tool_rows(gateway, [], ctx.caller.tenant)
+        return ranked(gateway.catalog, ctx.caller.tenant, rows, query)[:CATALOG_RESULTS]
 
     async def post(self, ctx: PageContext) -> Response:
         """The form's buttons: add or remove a row, pick a tool, fill from the text, save."""
@@ -284,19 +318,25 @@ class BuilderPages:
         fmt = _format(posted)
         editing = await self._editing(ctx, str(posted.get("id") or ""))
         form = kind.read(posted)
+        touched = touched_of(posted)
+        query = str(posted.get("q") or "")[:200].strip()  # an Add keeps the search and its results
         if action == "use_text":
             text = str(posted.get("yaml") or "")
             definition, why = documents.read(text, fmt)
             if definition is None:
                 return self._page(
-                    ctx, kind, form, editing=editing, status=status, fmt=fmt, text=text, text_problem=why
-                )
+                    ctx, kind, form, editing=editing, status=status, fmt=fmt, text=text, text_problem=why,
+                    touched=touched, query=query,
+                )  # fmt: skip
             form = kind.from_definition(definition)
+            touched = frozenset({ALL_TOUCHED})
         elif action == "save":
-            return await self._save(ctx, kind, form, editing, status, fmt)
+            return await self._save(ctx, kind, form, editing, status, fmt, query)
         else:
             kind.add_row(form, action, picked)
-        return self._page(ctx, kind, form, editing=editing, status=status, fmt=fmt)
+        return self._page(
+            ctx, kind, form, editing=editing, status=status, fmt=fmt, touched=touched, query=query
+        )
 
     async def _save(
         self,
@@ -306,6 +346,7 @@ class BuilderPages:
         editing: StoredComposite | None,
         status: str,
         fmt: str,
+        query: str,
     ) -> Response:
         service = ctx.runtime.definitions
         assert service is not None
@@ -334,10 +375,12 @@ class BuilderPages:
             return self._page(
                 ctx, kind, form, editing=editing, status=status, fmt=fmt,
                 saved_problem=f"Not saved: {error.message}", problems=error.problems, http_status=422,
+                touched=frozenset({ALL_TOUCHED}), query=query,
             )  # fmt: skip
         except StoreError as error:
             return self._page(
                 ctx, kind, form, editing=editing, status=status, fmt=fmt,
                 saved_problem=f"Not saved: {error}", http_status=409,
+                touched=frozenset({ALL_TOUCHED}), query=query,
             )  # fmt: skip
         return RedirectResponse(f"/tools/{stored.name}", status_code=303)
