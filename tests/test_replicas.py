@@ -27,10 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
+import mcp_types as types
 import orjson
 import pytest
 import yaml
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text as sql
 
 from support.paths import PYTHON, SERVERS, TOOLWEAVE
@@ -122,6 +125,18 @@ class ReplicaSet:
         headers = {"Authorization": f"Bearer {self.key}"}
         return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=60, **options)
 
+    @contextlib.asynccontextmanager
+    async def mcp(self, **options: Any) -> Any:
+        """The official SDK client on a 2025-11-25 session, through the balancer (no stickiness)."""
+        headers = {"Authorization": f"Bearer {self.key}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
+            Client(
+                streamable_http_client(f"{self.url}/mcp", http_client=http), mode="legacy", **options
+            ) as client,
+        ):
+            yield client
+
     def replica_of_pid(self, pid: int) -> Replica:
         return next(r for r in self.replicas if r.process is not None and r.process.pid == pid)
 
@@ -179,7 +194,10 @@ def replica_set(durable_backend: str, tmp_path_factory: pytest.TempPathFactory) 
     config = home / "toolweave.yaml"
     raw = {
         "gateway": {"database": database, "redis_url": os.environ[REDIS_ENV], "sync_interval": "1s"},
-        "backends": [{"name": "d", "url": durable_backend, "concurrent": True}],
+        "backends": [
+            {"name": "d", "url": durable_backend, "concurrent": True},
+            {"name": "r", "command": PYTHON, "args": [str(SERVERS / "relayserver.py")]},
+        ],
         "composite_tools": [RESUMABLE, FRAGILE],
     }
     config.write_text(yaml.safe_dump(raw, sort_keys=False))
@@ -397,3 +415,119 @@ async def _owner_pids(database: str, run_ids: list[str]) -> dict[str, int]:
             )
         ).all()
     return {row.id: row.pid for row in rows}
+
+
+# -- shared MCP sessions (2025-11-25) -------------------------------------------------------------------
+
+
+async def test_a_session_is_served_by_every_replica(replica_set: ReplicaSet) -> None:
+    """The SDK client's 100 calls on one session, spread round robin over the three replicas: all
+    succeed (before sessions were shared: "Session not found" for every request off the first one)."""
+    async with replica_set.mcp() as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"d__put", "r__ask_name"} <= listed
+        for index in range(100):
+            result = await client.call_tool("d__put", {"label": f"spread-{index}"})
+            assert not result.is_error, (index, result)
+
+
+async def test_a_session_survives_each_replica_killed_in_turn(replica_set: ReplicaSet) -> None:
+    """kill -9 of every replica one after the other (the others serve meanwhile): the session and
+    the session carries on; no call fails."""
+    async with replica_set.mcp() as client:
+        for replica in replica_set.replicas:
+            replica.kill()
+            for index in range(2 * REPLICAS):
+                result = await client.call_tool("d__put", {"label": f"survive-{replica.port}-{index}"})
+                assert not result.is_error, (replica.port, index, result)
+            replica.start()
+            wait_for_port(replica.port, replica.process, 60)
+            await _all_ready(replica_set)
+        assert not (await client.call_tool("d__put", {"label": "survived"})).is_error
+
+
+async def test_list_changed_reaches_the_client_from_a_change_on_another_replica(
+    replica_set: ReplicaSet,
+) -> None:
+    """A composite created through the REST API (any replica) is announced on the client's GET stream,
+    held by whichever replica its GET landed on, once."""
+    heard: list[Any] = []
+    changed = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(getattr(message, "root", message), types.ToolListChangedNotification):
+            heard.append(message)
+            changed.set()
+
+    name = f"shared_{uuid.uuid4().hex[:8]}"
+    async with replica_set.mcp(message_handler=on_message) as client:
+        await client.list_tools()
+        await asyncio.sleep(0.5)  # the client's GET stream is open
+        async with replica_set.client() as rest:
+            created = await rest.post(
+                "/api/v1/composite-tools",
+                json={
+                    "definition": {
+                        "name": name,
+                        "description": "made through some replica",
+                        "parameters": PARAMETERS,
+                        "steps": [step("only", "d/put", "only")],
+                    }
+                },
+            )
+            assert created.status_code in (200, 201), created.text
+        async with asyncio.timeout(15):
+            await changed.wait()
+        await asyncio.sleep(0.5)
+        assert len(heard) == 1  # one replica holds the stream: the others' copies have nowhere to send
+        assert name in {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def test_an_elicitation_is_answered_across_replicas(replica_set: ReplicaSet) -> None:
+    """A backend asks the user mid-call; the question goes out on the call's stream (one replica), the
+    client's answer is POSTed through the balancer (another replica, mostly): the call completes."""
+    asked = 0
+
+    async def elicit(_context: Any, params: Any) -> types.ElicitResult:
+        nonlocal asked
+        asked += 1
+        return types.ElicitResult(action="accept", content={"name": f"Ada{asked}"})
+
+    async with replica_set.mcp(elicitation_callback=elicit) as client:
+        for index in range(REPLICAS):
+            result = await client.call_tool("r__ask_name", {})
+            assert not result.is_error, result
+            assert result.content[0].text == f"hello, Ada{index + 1}"  # type: ignore[union-attr]
+
+
+async def test_the_session_limits_count_every_replica(replica_set: ReplicaSet) -> None:
+    """limits.mcp_sessions_per_key (16 by default) counts the sessions a key opened on all replicas."""
+    headers = {"Authorization": f"Bearer {replica_set.key}", "Accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "n", "version": "1"},
+        },
+    }
+    opened: list[str] = []
+    async with httpx.AsyncClient(base_url=replica_set.url, headers=headers, timeout=30) as http:
+        try:
+            refused = None
+            for _ in range(20):
+                answer = await http.post("/mcp", json=initialize)
+                if answer.status_code == 429:
+                    refused = answer
+                    break
+                assert answer.status_code == 200, answer.text
+                opened.append(answer.headers["mcp-session-id"])
+            assert refused is not None and "mcp_sessions_per_key" in refused.text, refused
+            assert len(opened) <= 16
+        finally:
+            for session_id in opened:
+                await http.delete(
+                    "/mcp", headers={"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+                )

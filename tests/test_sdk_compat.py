@@ -270,3 +270,103 @@ async def test_refreshing_answers_a_401_with_one_refresh_and_the_request_again()
         await flow.asend(httpx2.Response(200, json={}, request=request))
     assert storage.tokens.access_token == "new" and storage.tokens.refresh_token == "r"
     assert provider.context.token_expiry_time is not None and provider.context.token_expiry_time > time.time()
+
+
+async def _asgi_post(
+    app: Any, body: dict[str, Any], session_id: str | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One POST straight into an ASGI app: (status, headers, body)."""
+    import orjson
+
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-protocol-version", b"2025-11-25"),
+    ]
+    if session_id is not None:
+        headers.append((b"mcp-session-id", session_id.encode()))
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "headers": headers,
+        "server": ("127.0.0.1", 1),
+        "client": ("127.0.0.1", 2),
+        "scheme": "http",
+    }
+    pending = [{"type": "http.request", "body": orjson.dumps(body), "more_body": False}]
+    answer: dict[str, Any] = {"body": b""}
+
+    async def receive() -> Any:
+        if pending:
+            return pending.pop()
+        await asyncio.Event().wait()
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = {k.decode(): v.decode() for k, v in message.get("headers", [])}
+        else:
+            answer["body"] += message.get("body", b"")
+
+    await app(scope, receive, send)
+    return answer["status"], answer["headers"], answer["body"]
+
+
+async def test_adopt_session_serves_a_session_another_manager_opened() -> None:
+    """Two managers (two replicas): a session initialized on one is served by the other once adopted,
+    its connection born ready with the recorded version and client params; DELETE ends it there."""
+    import orjson
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+
+    server = MCPServer("compat-adopt")
+
+    @server.tool()
+    def ping(ctx: Context) -> str:
+        """Which client, on which version."""
+        connection = sdk_compat.connection_of(ctx.session)
+        return f"{connection.client_params.client_info.name} {connection.protocol_version}"
+
+    low = server._lowlevel_server
+    first = StreamableHTTPSessionManager(app=low, json_response=True)
+    second = StreamableHTTPSessionManager(app=low, json_response=True)
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "cc", "version": "1"},
+    }
+    async with first.run(), second.run():
+        status, headers, _body = await _asgi_post(
+            StreamableHTTPASGIApp(first),
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+        )
+        assert status == 200
+        session_id = headers["mcp-session-id"]
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "ping", "arguments": {}},
+        }
+        status, _headers, _body = await _asgi_post(StreamableHTTPASGIApp(second), call, session_id)
+        assert status == 404  # not adopted yet: the SDK's unknown session
+
+        connections: list[Any] = []
+
+        def prepare(connection: Any) -> None:
+            sdk_compat.born_ready(connection, "2025-11-25", params)
+            connections.append(connection)
+
+        transport = await sdk_compat.adopt_session(second, session_id, prepare)
+        assert sdk_compat.open_sessions(second)[session_id] is transport
+        assert await sdk_compat.adopt_session(second, session_id, prepare) is transport  # once
+        assert connections[0].initialize_accepted and connections[0].session_id == session_id
+        status, _headers, body = await _asgi_post(StreamableHTTPASGIApp(second), call, session_id)
+        assert status == 200, body
+        assert orjson.loads(body)["result"]["content"][0]["text"] == "cc 2025-11-25"
+        assert await sdk_compat.end_session(second, session_id)
+        assert session_id not in sdk_compat.open_sessions(second) and session_id in sdk_compat.open_sessions(
+            first
+        )

@@ -11,14 +11,20 @@ bounds `mcp` to the minor versions those tests passed on.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.utils import union_scopes
 from mcp.client.session import DEFAULT_CLIENT_INFO
+from mcp.server.connection import Connection
+from mcp.server.runner import serve_connection
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.shared._httpx_utils import create_mcp_http_client as _create_mcp_http_client
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp_types import methods as _methods
 
 TESTED_MINOR = "2.3"
@@ -45,6 +51,69 @@ def holds_session(manager: Any, session_id: str) -> bool:
     `_server_instances`): the SDK keeps no public view of its sessions, and one it has ended (closed
     by its client, timed out) must stop counting against its key's session limits."""
     return session_id in manager._server_instances
+
+
+def open_sessions(manager: Any) -> Mapping[str, Any]:
+    """The sessions a `StreamableHTTPSessionManager` serves now, by ID (private `_server_instances`;
+    the SDK keeps no public view of them)."""
+    sessions: Mapping[str, Any] = manager._server_instances
+    return sessions
+
+
+def born_ready(connection: Any, version: str, client: Mapping[str, Any]) -> None:
+    """A loop-mode `Connection` made as its `initialize` (params `client`, negotiated `version`) and
+    `notifications/initialized` would have made it: what `ServerRunner` commits, done from a record."""
+    connection.client_params = types.InitializeRequestParams.model_validate(client, by_name=False)
+    connection.protocol_version = version
+    connection.initialized.set()
+
+
+async def adopt_session(manager: Any, session_id: str, prepare: Callable[[Any], None]) -> Any:
+    """Serve a handshake-era session another gateway opened, as if its `initialize` had been answered
+    here: a transport under the same ID in the manager's table (private `_server_instances`,
+    `_task_group`, `_lifespan_state`, `_discard_session`) and a server task like the manager's own
+    (`serve_connection` over a loop-mode dispatcher), whose `Connection` `prepare` makes born-ready
+    (protocol version, client params, `initialized`) before the first request is read. The session
+    then lives here like any other: the idle timeout, DELETE and `end_session` end it. Returns the
+    transport (already in the table when this returns)."""
+    found = manager._server_instances.get(session_id)
+    if found is not None:
+        return found
+    transport = StreamableHTTPServerTransport(
+        mcp_session_id=session_id,
+        is_json_response_enabled=manager.json_response,
+        event_store=manager.event_store,
+        security_settings=manager.security_settings,
+        retry_interval=manager.retry_interval,
+        idle_timeout=manager.session_idle_timeout,
+    )
+
+    async def run_server(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with transport.connect() as (read_stream, write_stream):
+                dispatcher: Any = JSONRPCDispatcher(
+                    read_stream, write_stream, inline_methods=frozenset({"initialize"})
+                )
+                connection = Connection.for_loop(dispatcher, session_id=session_id)
+                prepare(connection)
+                task_status.started()
+                idle_scope = transport.idle_scope or anyio.CancelScope()
+                with idle_scope:
+                    await serve_connection(
+                        manager.app, dispatcher, connection=connection, lifespan_state=manager._lifespan_state
+                    )
+        except Exception:
+            logging.getLogger("toolweave.server").exception("adopted session %s crashed", session_id)
+        finally:
+            await manager._discard_session(session_id, transport)
+
+    manager._server_instances[session_id] = transport
+    try:
+        await manager._task_group.start(run_server)
+    except BaseException:
+        await manager._discard_session(session_id, transport)
+        raise
+    return transport
 
 
 def connection_of(session: Any) -> Any:

@@ -27,10 +27,12 @@ from toolweave.server.identity import identity_parts
 from toolweave.server.mcp.endpoint import build_endpoint
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
+from toolweave.server.mcp.shared import SessionSharing
 from toolweave.server.mcp.transport import ExchangeEnd
 from toolweave.server.mcp.virtual import VirtualEndpoints
 from toolweave.server.oauth_callback import callback_route
 from toolweave.server.ui import ui_routes
+from toolweave.services.change_feed import feed_identity
 from toolweave.services.runtime import ServerRuntime
 from toolweave.store import ApiKeyInfo
 
@@ -49,6 +51,7 @@ def create_app(
     on_shutdown: Any = None,
     middleware: list[Any] | None = None,
     federation: Any = None,
+    sharing: SessionSharing | None = None,
 ) -> Starlette:
     """The whole HTTP surface of one gateway.
 
@@ -60,16 +63,22 @@ def create_app(
     notifications is still answered with plain JSON (`ModernJsonRouter`); requests that
     can (progress, log messages, `subscriptions/listen`) and every handshake-era
     request take the SDK's SSE-capable path. `json_response=True` answers JSON always.
+
+    `sharing`: handshake-era MCP sessions are shared with the other replicas over Redis (any replica
+    serves any session; `server/mcp/shared.py`).
     """
     front = MCPFront(gateway)
     limits = gateway.config.limits
-    main = build_endpoint(front, limits, host=host, json_response=json_response)
+    main = build_endpoint(front, limits, host=host, json_response=json_response, sharing=sharing)
     managers = main.managers
     virtual = VirtualEndpoints(
-        gateway, limits, host=host, json_response=json_response, local=front.default_session
+        gateway, limits, host=host, json_response=json_response, local=front.default_session, sharing=sharing
     )
     quota = SessionQuota(
-        _McpPaths(main.app, virtual), limits, live=lambda sid: main.is_open(sid) or virtual.is_open(sid)
+        _McpPaths(main.app, virtual),
+        limits,
+        live=lambda sid: main.is_open(sid) or virtual.is_open(sid),
+        shared=sharing,
     )
     mcp_route = Route("/mcp", endpoint=ExchangeEnd(quota))
     servers_route = Route("/servers/{name}/mcp", endpoint=ExchangeEnd(quota))
@@ -84,6 +93,9 @@ def create_app(
             async with contextlib.AsyncExitStack() as stack:
                 for manager in managers:
                     await stack.enter_async_context(manager.run())
+                if sharing is not None:
+                    await sharing.start()
+                    stack.push_async_callback(sharing.close)
                 # after the first requests can be answered: a full collection of the startup heap
                 # takes 0.1-0.2 s, which listening need not wait for
                 freezing = asyncio.get_running_loop().call_later(FREEZE_AFTER, _freeze_startup_heap)
@@ -121,6 +133,10 @@ def create_app(
         ended = 0
         for session_id in quota.held_by(tenant, label):
             ended += await main.end(session_id) or await virtual.end(session_id)
+        if sharing is not None:  # and no replica adopts them any more; those holding copies end them
+            held = await sharing.held(tenant)
+            for session_id in (held or {}).get(label, []):
+                await sharing.forget(session_id)
         return ended
 
     app.state.end_sessions = end_sessions
@@ -225,6 +241,7 @@ def server_app(
         ),
         on_startup=startup,
         on_shutdown=shutdown,
+        sharing=_sharing(rt),
     )
     app.state.runtime = rt
     app.state.identity = identity
@@ -234,6 +251,18 @@ def server_app(
 
     rt.key_revoked_listeners.append(end_key_sessions)
     return app
+
+
+def _sharing(runtime: ServerRuntime) -> SessionSharing | None:
+    """With `gateway.redis_url`, MCP sessions are shared by every gateway on the same database."""
+    config = runtime.config
+    if not config.gateway.redis_url:
+        return None
+    return SessionSharing(
+        config.gateway.redis_url,
+        f"toolweave:mcp:{feed_identity(runtime.db)}",
+        idle_seconds=config.limits.mcp_session_idle,
+    )
 
 
 async def build_http_app(

@@ -15,6 +15,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from toolweave.config.models import LimitsConfig
 from toolweave.sdk_compat import end_session, holds_session
 from toolweave.server.mcp.front import MCPFront
+from toolweave.server.mcp.shared import SessionSharing, SharedEndpoint
 from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
 
 
@@ -25,6 +26,8 @@ class McpEndpoint:
     """The ASGI app answering this endpoint's requests (before the session quota and `ExchangeEnd`)."""
     managers: list[StreamableHTTPSessionManager]
     """Run them (`manager.run()`) for as long as the endpoint serves."""
+    shared: SharedEndpoint | None = None
+    """Its part in sessions shared across replicas (with Redis)."""
 
     def is_open(self, session_id: str) -> bool:
         """Whether one of the managers still serves the session (the SDK keeps no public view of them)."""
@@ -39,12 +42,20 @@ class McpEndpoint:
 
 
 def build_endpoint(
-    front: MCPFront, limits: LimitsConfig, *, host: str, json_response: bool, path: str = "/mcp"
+    front: MCPFront,
+    limits: LimitsConfig,
+    *,
+    host: str,
+    json_response: bool,
+    path: str = "/mcp",
+    sharing: SessionSharing | None = None,
 ) -> McpEndpoint:
     """With `json_response=False` (the default) a 2026-07-28 request that cannot receive
     notifications is still answered with plain JSON (`ModernJsonRouter`); requests that
     can (progress, log messages, `subscriptions/listen`) and every handshake-era
-    request take the SDK's SSE-capable path. `json_response=True` answers JSON always."""
+    request take the SDK's SSE-capable path. `json_response=True` answers JSON always.
+
+    `sharing`: handshake-era sessions are shared with the other replicas (`shared.py`)."""
     front.server.streamable_http_app(
         streamable_http_path=path,
         json_response=json_response,
@@ -73,4 +84,8 @@ def build_endpoint(
             max_body=session_manager.max_request_body_size,
             lane=PlainModernLane(front, session_manager.security_settings),
         )
-    return McpEndpoint(front, endpoint, managers)
+    shared = None
+    if sharing is not None:
+        shared = SharedEndpoint(endpoint, path=path, manager=session_manager, front=front, sharing=sharing)
+        endpoint = shared
+    return McpEndpoint(front, endpoint, managers, shared)

@@ -58,6 +58,15 @@ class FoundTools:
             self._names.popitem(last=False)
         return set(self._names) != before
 
+    def names(self) -> list[str]:
+        """The found tools, least recently used first (what another replica needs to list them)."""
+        return list(self._names)
+
+    def replace(self, catalog: Catalog, tenant: str | None, names: Sequence[str]) -> None:
+        """Become the found tools another replica recorded for the session (least recently used first)."""
+        self._names.clear()
+        self.add(catalog, tenant, names)
+
     def touch(self, name: str) -> None:
         """A call of a listed found tool makes it the most recently used."""
         if name in self._names:

@@ -119,6 +119,9 @@ class MCPFront:
         self.broker = InputBroker()
         self.lane = CallLane(gateway.registry, self._stamped)
         self.relays = Relays(gateway, lambda ctx: self._session(ctx).tenant)
+        self.relays.on_change = self._state_changed
+        self.sharing: Any = None
+        """The endpoint's `shared.SharedEndpoint` when sessions are shared across replicas (Redis)."""
         self._legacy_connections: weakref.WeakSet[Any] = weakref.WeakSet()
         self._announcements: set[asyncio.Task[None]] = set()
         self._listings: tuple[Any, dict[tuple[str | None, str], tuple[dict[str, Any], bytes | None]]] = (
@@ -194,6 +197,10 @@ class MCPFront:
         request = getattr(ctx, "request", None)
         return self._session_of_scope(getattr(request, "scope", None))
 
+    def session_of_scope(self, scope: Any) -> Session:
+        """The caller of a request (its ASGI scope): the authenticated key, else the local operator."""
+        return self._session_of_scope(scope)
+
     def _session_of_scope(self, scope: Any) -> Session:
         if isinstance(scope, dict) and isinstance(scope.get(SESSION_SCOPE_KEY), Session):
             return scope[SESSION_SCOPE_KEY]
@@ -243,7 +250,52 @@ class MCPFront:
             found = self._found[connection] = FoundTools()
         if found.add(catalog, session.tenant, names):
             self._announce(connection.send_tool_list_changed())
+            self._state_changed(connection)
         return True
+
+    # -- shared sessions (shared.py) ---------------------------------------------------------
+
+    def _state_changed(self, connection: Any) -> None:
+        """A handshake-era connection's log level, subscriptions or found tools changed: shared."""
+        sharing = self.sharing
+        session_id = getattr(connection, "session_id", None)
+        if sharing is not None and session_id is not None:
+            sharing.changed(session_id, self.state_of(connection))
+
+    def state_of(self, connection: Any) -> dict[str, Any]:
+        found = self._found.get(connection)
+        return {**self.relays.state_of(connection), "found": found.names() if found else []}
+
+    async def restore(self, connection: Any, tenant: str | None, state: dict[str, Any]) -> None:
+        """A session opened on another replica, served here: as its client set it up there."""
+        self._legacy_connections.add(connection)
+        await self.relays.restore(connection, tenant, state)
+        names = state.get("found")
+        if isinstance(names, list) and names:
+            found = self._found.get(connection)
+            if found is None:
+                found = self._found[connection] = FoundTools()
+            found.replace(self.gateway.catalog, tenant, [n for n in names if isinstance(n, str)])
+
+    def connection_of_session(self, session_id: str) -> Any:
+        """The handshake-era connection of a session held here, or None."""
+        for connection in list(self._legacy_connections):
+            if getattr(connection, "session_id", None) == session_id:
+                return connection
+        return None
+
+    async def _opened(self, ctx: Any, result: Any) -> None:
+        """`initialize` answered: the session's record, so any replica can serve it."""
+        connection = sdk_compat.connection_of(ctx.session)
+        session_id = getattr(connection, "session_id", None)
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if session_id is None or not isinstance(version, str) or not isinstance(ctx.params, Mapping):
+            return
+        self._legacy_connections.add(connection)
+        session = self._session(ctx)
+        await self.sharing.opened(
+            session_id, (session.tenant or "", session.label), version, dict(ctx.params)
+        )
 
     def _announce(self, sending: Any) -> None:
         """Send a notification in the background (a closed connection is simply not told)."""
@@ -326,6 +378,10 @@ class MCPFront:
         """
         method = ctx.method
         require_scope(self._session(ctx), method)
+        if method == "initialize" and self.sharing is not None:
+            result = await call_next(ctx)
+            await self._opened(ctx, result)
+            return result
         if method == "tools/call":
             call = self._plain_call(ctx)
             if call is not None:

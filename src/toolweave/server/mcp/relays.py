@@ -135,6 +135,8 @@ class Relays:
         self._watched: dict[str, Any] = {}
         """Backend name → the undo of our resource-update listener on it."""
         self._sends: set[asyncio.Task[None]] = set()
+        self.on_change: Callable[[Any], None] | None = None
+        """Told of a connection whose log level or subscriptions changed (shared sessions: `shared.py`)."""
 
     # -- what can be relayed ------------------------------------------------------
 
@@ -153,10 +155,9 @@ class Relays:
         """Served whatever the backends declare: the gateway filters the messages it passes on itself."""
         connection = _connection(ctx)
         if connection is not None:
-            self._levels[connection] = LEVELS.index(params.level)
-            self._tenants[connection] = self._tenant_of(ctx)
-            for backend in self.gateway.backends.values():
-                self._watch_logs(backend)
+            self._remember_level(connection, LEVELS.index(params.level), self._tenant_of(ctx))
+            if self.on_change is not None:
+                self.on_change(connection)
         backends = [b for b in self.gateway.backends.values() if _offers(b, "logging")]
         outcomes = await asyncio.gather(
             *(backend.set_logging_level(params.level) for backend in backends), return_exceptions=True
@@ -165,6 +166,48 @@ class Relays:
             if isinstance(outcome, BaseException):
                 logger.warning("backend %s: logging/setLevel failed: %s", backend.name, outcome)
         return types.EmptyResult()
+
+    def _remember_level(self, connection: Any, level: int, tenant: str | None) -> None:
+        self._levels[connection] = level
+        self._tenants[connection] = tenant
+        for backend in self.gateway.backends.values():
+            self._watch_logs(backend)
+
+    def state_of(self, connection: Any) -> dict[str, Any]:
+        """What a connection set here: its log level (a name, or None) and the resources it follows."""
+        level = self._levels.get(connection)
+        subscribed = sorted(
+            uri for uri, subscribers in self._subscribers.items() if connection in subscribers
+        )
+        return {"level": LEVELS[level] if level is not None else None, "subscriptions": subscribed}
+
+    async def restore(self, connection: Any, tenant: str | None, state: Mapping[str, Any]) -> None:
+        """Make a connection (a session another replica opened) as its client set it there."""
+        level = state.get("level")
+        if level in LEVELS:
+            self._remember_level(connection, LEVELS.index(str(level)), tenant)
+        elif level is None:
+            self._levels.pop(connection, None)
+        wanted = state.get("subscriptions")
+        wanted = {uri for uri in wanted if isinstance(uri, str)} if isinstance(wanted, list) else set()
+        for uri, subscribers in list(self._subscribers.items()):
+            if connection in subscribers and uri not in wanted:
+                subscribers.discard(connection)
+        for uri in sorted(wanted):
+            backend = self._backend_of(uri)
+            if backend is None or not _offers(backend, "subscribe"):
+                continue
+            subscribers = self._subscribers.setdefault(uri, weakref.WeakSet())
+            if connection in subscribers:
+                continue
+            self._watch(backend)
+            first = not subscribers
+            subscribers.add(connection)
+            if first:  # this replica's backend client sends updates only once asked
+                try:
+                    await backend.subscribe_resource(uri, True)
+                except Exception as error:  # noqa: BLE001 - the others' updates still reach the client
+                    logger.warning("backend %s: resources/subscribe %s failed: %s", backend.name, uri, error)
 
     def _watch_logs(self, backend: Any) -> None:
         on_log = getattr(backend, "on_log", None)
@@ -238,6 +281,8 @@ class Relays:
             subscribers.add(connection)
         else:
             subscribers.discard(connection)
+        if self.on_change is not None:
+            self.on_change(connection)
         if subscribe or not subscribers:  # the backend stops sending only when nobody listens any more
             try:
                 await backend.subscribe_resource(uri, subscribe)

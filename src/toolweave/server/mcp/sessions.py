@@ -10,6 +10,8 @@ openings in flight, so concurrent openings cannot overshoot) and refuses with a
 Sessions that ended (DELETE, `limits.mcp_session_idle`, a crash) are forgotten the
 next time that tenant opens one, by asking the session managers which are alive.
 
+With Redis (`shared.py`) the limits count the sessions of every replica.
+
 A session also answers only the key that opened it (another key gets the SDK's own
 `404 Session not found`). 2026-07-28 requests hold no session and are not counted.
 The local operator (auth off) is held to `limits.mcp_sessions_total` only.
@@ -25,6 +27,7 @@ import orjson
 from toolweave.config.models import LimitsConfig
 from toolweave.executor.session import Session
 from toolweave.server.mcp.front import SESSION_SCOPE_KEY
+from toolweave.server.mcp.shared import SessionSharing
 
 Scope = MutableMapping[str, Any]
 SESSION_HEADER = b"mcp-session-id"
@@ -42,6 +45,7 @@ class SessionQuota:
         limits: LimitsConfig,
         *,
         live: Callable[[str], bool],
+        shared: SessionSharing | None = None,
     ) -> None:
         self.app = app
         self.per_key = limits.mcp_sessions_per_key
@@ -52,6 +56,10 @@ class SessionQuota:
         self._by_tenant: dict[str, dict[str, set[str]]] = {}
         """tenant → key label → open session IDs."""
         self._opening: dict[Principal, int] = {}
+        self.shared = shared
+        """With Redis, the limits count every replica's sessions (`shared.py`)."""
+        if shared is not None:
+            shared.adopted_listeners.append(self._remember)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         session = scope.get(SESSION_SCOPE_KEY) if scope["type"] == "http" else None
@@ -70,7 +78,9 @@ class SessionQuota:
         if scope["method"] != "POST" or modern:
             await self.app(scope, receive, send)
             return
-        refusal = self._refusal(principal)
+        refusal = await self._cluster_refusal(principal) if self.shared is not None else None
+        if refusal is None:
+            refusal = self._refusal(principal)
         if refusal is not None:
             await _answer(send, 429, -32000, refusal)
             return
@@ -96,6 +106,8 @@ class SessionQuota:
                 opened = _header(message.get("headers") or (), SESSION_HEADER)
                 if opened is not None and message.get("status", 500) < 400:
                     self._remember(opened, principal)
+                    if self.shared is not None:
+                        await self.shared.counted(opened, principal)
                 release()
             await send(message)
 
@@ -113,9 +125,21 @@ class SessionQuota:
         self._owners[session_id] = principal
         self._by_tenant.setdefault(tenant, {}).setdefault(label, set()).add(session_id)
 
-    def _refusal(self, principal: Principal) -> str | None:
+    async def _cluster_refusal(self, principal: Principal) -> str | None:
+        """The refusal counting every replica's open sessions (None: within the limits, or Redis
+        cannot say and this replica's own count decides)."""
+        assert self.shared is not None
+        tenant = principal[0]
+        held = await self.shared.held(tenant)
+        if held is None:
+            return None
+        self._prune(tenant)
+        return self._refusal(principal, {key: set(ids) for key, ids in held.items()})
+
+    def _refusal(self, principal: Principal, keys: dict[str, set[str]] | None = None) -> str | None:
         tenant, label = principal
-        keys = self._prune(tenant)
+        if keys is None:
+            keys = self._prune(tenant)
         mine = len(keys.get(label, ())) + self._opening.get(principal, 0)
         if mine >= self.per_key:
             return (

@@ -26,6 +26,7 @@ from toolweave.server.auth import RESOURCE_SCOPE_KEY, answer_jsonrpc
 from toolweave.server.mcp.endpoint import McpEndpoint, build_endpoint
 from toolweave.server.mcp.front import SESSION_SCOPE_KEY, Identity, MCPFront
 from toolweave.server.mcp.scopes import SCOPE_ERROR_CODE
+from toolweave.server.mcp.shared import SessionSharing
 from toolweave.servers import VirtualServer
 
 logger = logging.getLogger("toolweave.server")
@@ -54,13 +55,21 @@ class VirtualEndpoints:
     """The ASGI app of `/servers/{name}/mcp` for every virtual server of one gateway."""
 
     def __init__(
-        self, gateway: Gateway, limits: LimitsConfig, *, host: str, json_response: bool, local: Session
+        self,
+        gateway: Gateway,
+        limits: LimitsConfig,
+        *,
+        host: str,
+        json_response: bool,
+        local: Session,
+        sharing: SessionSharing | None = None,
     ) -> None:
         self._gateway = gateway
         self._limits = limits
         self._host = host
         self._json_response = json_response
         self._local = local
+        self._sharing = sharing
         self._serving: dict[str, _Serving] = {}
         self._closed = False
 
@@ -116,6 +125,7 @@ class VirtualEndpoints:
             host=self._host,
             json_response=self._json_response,
             path=f"/servers/{server.name}/mcp",
+            sharing=self._sharing,
         )
         serving = _Serving(server, endpoint)
         self._serving[server.name] = serving
@@ -149,6 +159,8 @@ async def _stop(serving: _Serving) -> None:
     if serving.task is not None:
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await serving.task
+    if serving.endpoint.shared is not None:
+        serving.endpoint.shared.close()
     await serving.endpoint.front.close()
 
 
