@@ -86,7 +86,9 @@ async def serve_ui(
 
 
 @contextlib.asynccontextmanager
-async def serve_ui_for_module(raw: dict[str, Any], directory: Path) -> AsyncIterator[UiServer]:
+async def serve_ui_for_module(
+    raw: dict[str, Any], directory: Path, *, require_auth: bool = False
+) -> AsyncIterator[UiServer]:
     """`serve_ui` for a module-scoped fixture (one gateway for a module's tests): the environment
     `api_env` gives a test (a fixed secret key, a private HOME), set for as long as it serves."""
     from support.api import TEST_SECRET
@@ -96,5 +98,5 @@ async def serve_ui_for_module(raw: dict[str, Any], directory: Path) -> AsyncIter
         patch.delenv("TOOLWEAVE_SECRET_KEY_FILE", raising=False)
         patch.delenv("TOOLWEAVE_LLM_BASE_URL", raising=False)
         patch.setenv("HOME", str(directory / "home"))
-        async with serve_ui(raw, directory) as served:
+        async with serve_ui(raw, directory, require_auth=require_auth) as served:
             yield served

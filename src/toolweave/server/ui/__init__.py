@@ -22,6 +22,7 @@ from toolweave.server.ui.docs import docs_routes
 from toolweave.server.ui.live_calls import LiveCalls
 from toolweave.server.ui.live_pages import LivePages
 from toolweave.server.ui.pages import Pages
+from toolweave.server.ui.resource_pages import ResourcePages
 from toolweave.server.ui.server_pages import ServerPages
 from toolweave.server.ui.sso import SingleSignOn
 from toolweave.services.runtime import ServerRuntime
@@ -58,7 +59,11 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
     sso = SingleSignOn(ui, tokens, public_url)
     ui.sso_buttons = sso.buttons()
     servers = ServerPages(ui)
+    served = ResourcePages(ui)
     routes += [
+        Route("/resources", ui.page(served.resources), methods=["GET"]),
+        Route("/prompts", ui.page(served.prompts), methods=["GET"]),
+        Route("/prompts/{name:path}", ui.page(served.prompt), methods=["GET"]),
         Route("/login/sso/callback", ui.page(sso.callback, scope=PUBLIC), methods=["GET"]),
         Route("/login/sso/{index}", ui.page(sso.start, scope=PUBLIC), methods=["GET"]),
         Route("/servers", ui.page(servers.list), methods=["GET"]),

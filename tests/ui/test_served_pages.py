@@ -1,0 +1,86 @@
+"""What the catalog serves besides tools, and where it comes from: the resources and prompts pages
+(each read or previewed through its backend) — one gateway and browser for the module."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import expect
+
+from support.browser import UiServer, chromium, serve_ui_for_module
+from support.configs import named_stdio_backend, python_backend
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiServer]:
+    raw = {"backends": [named_stdio_backend("ts"), python_backend()]}
+    async with serve_ui_for_module(raw, tmp_path_factory.mktemp("served"), require_auth=True) as served:
+        yield served
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def browser() -> AsyncIterator[Any]:
+    async with chromium() as found:
+        yield found
+
+
+async def logged_in(browser: Any, server: UiServer, *scopes: str) -> Any:
+    """A fresh browser context logged in with a new key of `scopes` (all three by default)."""
+    context = await browser.new_context()
+    page = await context.new_page()
+    await page.goto(f"{server.url}/login")
+    await page.fill("#key", await server.key("acme", *scopes))
+    await page.click("form.login button[type=submit]")
+    await expect(page.locator("nav")).to_be_visible()
+    return page
+
+
+async def test_resources_are_listed_and_read_through_their_backend(server: UiServer, browser: Any) -> None:
+    page = await logged_in(browser, server)
+    await page.click("nav >> text=Resources")
+    row = page.locator('#resources tr[data-uri="test://readme"]')
+    await expect(row).to_contain_text("ts")
+    await expect(row).to_contain_text("A static text resource")
+    await expect(page.locator("#resource-templates")).to_contain_text("test://items/{item}")
+    await row.locator("a").first.click()
+    await expect(page.locator("#read-contents")).to_contain_text("readme of ts")
+    # a URI a template makes is read through the template's backend
+    await page.fill("#uri", "test://items/42")
+    await page.click("#read")
+    await expect(page.locator("#read-contents")).to_contain_text("item 42 of ts")
+    await page.fill("#uri", "nowhere://at/all")
+    await page.click("#read")
+    await expect(page.locator("#read-problem")).to_contain_text("No backend serves")
+    await page.context.close()
+
+
+async def test_prompts_are_listed_and_previewed_with_their_arguments(server: UiServer, browser: Any) -> None:
+    page = await logged_in(browser, server)
+    await page.click("nav >> text=Prompts")
+    row = page.locator("#prompts tbody tr").filter(has_text="Greet someone")
+    await expect(row).to_have_count(1)
+    await expect(row.locator(".required")).to_have_count(1)  # `name` is required
+    await row.locator("a").click()
+    await page.fill("#arg-name", "Ada")
+    await page.click("#preview")
+    await expect(page.locator("#prompt-messages")).to_contain_text("Say hello to Ada, from ts.")
+    await expect(page.locator("#prompt-messages")).to_contain_text("user")
+    await page.context.close()
+
+
+async def test_reading_and_previewing_need_the_call_scope(server: UiServer, browser: Any) -> None:
+    page = await logged_in(browser, server, "tools:read")
+    await page.goto(f"{server.url}/resources?uri=test://readme")
+    await expect(page.locator("#resources")).to_contain_text("test://readme")  # listing is reading
+    await expect(page.locator("#read-form")).to_have_count(0)
+    await expect(page.locator("#read-problem")).to_contain_text("tools:call")
+    await expect(page.locator("#read-contents")).to_have_count(0)
+    await page.goto(f"{server.url}/prompts")
+    await page.locator("#prompts a").first.click()
+    await expect(page.locator("#prompt-form")).to_have_count(0)
+    await page.context.close()
