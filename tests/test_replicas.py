@@ -245,13 +245,14 @@ async def _drop_schema(base: str, schema: str) -> None:
 
 
 async def _all_ready(served: ReplicaSet, timeout: float = 60) -> None:
-    """Every replica answers /readyz through HAProxy (which has seen them all healthy)."""
+    """Every replica answers /readyz through HAProxy (which has seen them all healthy), its backends
+    connected."""
     seen: set[str] = set()
     async with asyncio.timeout(timeout), httpx.AsyncClient(base_url=served.url, timeout=10) as client:
         while len(seen) < len(served.replicas):
             with contextlib.suppress(httpx.HTTPError):
                 answer = await client.get("/readyz")
-                if answer.status_code == 200:
+                if answer.status_code == 200 and not answer.json()["backends_not_connected"]:
                     seen.add(answer.json()["instance"])
             await asyncio.sleep(0.05)
 
