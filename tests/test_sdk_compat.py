@@ -370,3 +370,48 @@ async def test_adopt_session_serves_a_session_another_manager_opened() -> None:
         assert session_id not in sdk_compat.open_sessions(second) and session_id in sdk_compat.open_sessions(
             first
         )
+
+
+async def test_known_server_provider_refreshes_once_then_authorizes_at_the_known_server() -> None:
+    """`KnownServerOAuthProvider` (an HTTP API's flow) drives the SDK's private `_perform_authorization`,
+    `_handle_token_response`, `_refresh_token`, `_handle_refresh_response`: stored token → 401 → one
+    refresh → 401 again → a person authorizes at the configured endpoints (no MCP discovery)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    import httpx2
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthMetadata, OAuthToken
+
+    asked: list[str] = []
+
+    async def redirect(url: str) -> None:
+        asked.append(url)
+
+    async def callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code="the-code", state=parse_qs(urlsplit(asked[-1]).query)["state"][0])
+
+    client = OAuthClientInformationFull(client_id="app", redirect_uris=["http://127.0.0.1:1/callback"])  # type: ignore[list-item]
+    storage = _Storage(OAuthToken(access_token="old", refresh_token="r", expires_in=3600), client)
+    metadata = OAuthMetadata.model_validate(
+        {"issuer": "http://as", "authorization_endpoint": "http://as/auth", "token_endpoint": "http://as/tok"}
+    )
+    provider = sdk_compat.KnownServerOAuthProvider(
+        "http://api/v1", _client_metadata(), storage, redirect, callback, metadata=metadata, scope="read"
+    )
+    request = httpx2.Request("GET", "http://api/v1/me")
+    flow = provider.async_auth_flow(request)
+    assert await flow.__anext__() is request and request.headers["Authorization"] == "Bearer old"
+    refresh = await flow.asend(httpx2.Response(401, request=request))
+    assert str(refresh.url) == "http://as/tok" and b"grant_type=refresh_token" in refresh.content
+    token = {"access_token": "new", "token_type": "Bearer", "expires_in": 3600}
+    assert await flow.asend(httpx2.Response(200, json=token, request=refresh)) is request
+    assert request.headers["Authorization"] == "Bearer new"
+    exchange = await flow.asend(httpx2.Response(401, request=request))
+    query = parse_qs(urlsplit(asked[-1]).query)
+    assert asked[-1].startswith("http://as/auth?") and query["scope"] == ["read"] and "resource" not in query
+    assert str(exchange.url) == "http://as/tok" and b"code=the-code" in exchange.content
+    token = {"access_token": "newest", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "r2"}
+    assert await flow.asend(httpx2.Response(200, json=token, request=exchange)) is request
+    assert request.headers["Authorization"] == "Bearer newest"
+    with pytest.raises(StopAsyncIteration):
+        await flow.asend(httpx2.Response(200, json={}, request=request))
+    assert storage.tokens.access_token == "newest"

@@ -18,7 +18,11 @@ from typing import Any, TypeVar
 import anyio
 import mcp_types as types
 from mcp.client.auth import OAuthClientProvider
-from mcp.client.auth.utils import union_scopes
+from mcp.client.auth.utils import (
+    create_client_registration_request,
+    handle_registration_response,
+    union_scopes,
+)
 from mcp.client.session import DEFAULT_CLIENT_INFO
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
@@ -271,3 +275,92 @@ class ScopedOAuthProvider(refreshing(OAuthClientProvider)):  # type: ignore[misc
         if metadata is not None and metadata.revocation_endpoint is not None:
             self._on_metadata(str(metadata.revocation_endpoint))
         return await super()._perform_authorization()
+
+
+class KnownServerOAuthProvider(refreshing(OAuthClientProvider)):  # type: ignore[misc]
+    """The authorization-code flow for an HTTP API whose authorization server is known beforehand
+    (its OpenAPI security scheme, or a configured issuer) rather than discovered from an MCP 401: the
+    SDK's PKCE authorization, code exchange and refresh (private `_perform_authorization`,
+    `_handle_token_response`, `_refresh_token`, `_handle_refresh_response`, `_add_auth_header`,
+    `_initialize`), without the MCP discovery steps its own `_auth_flow` runs on a 401.
+
+    A request goes out with the stored token (refreshed first when it expired); a 401 gets one
+    refresh and the request again; a 401 after that, or no token at all, means a person authorizes
+    (the `redirect_handler`: a served gateway's raises, so the call says where to go).
+    """
+
+    def __init__(
+        self,
+        server_url: str,
+        client_metadata: Any,
+        storage: Any,
+        redirect_handler: Callable[[str], Awaitable[None]],
+        callback_handler: Callable[[], Awaitable[Any]],
+        *,
+        metadata: Any,
+        scope: str | None,
+    ) -> None:
+        super().__init__(server_url, client_metadata, storage, redirect_handler, callback_handler)
+        self.context.oauth_metadata = metadata
+        self.context.auth_server_url = str(metadata.issuer)
+        self.context.client_metadata.scope = scope
+
+    async def authorize_now(self, http: Any) -> None:
+        """Authorize (a person, through the redirect and callback handlers) and store the tokens."""
+        async with self.context.lock:
+            if not self._initialized:
+                await self._initialize()
+            await self._register(http)
+            response = await http.send(await self._perform_authorization())
+            await response.aread()
+            await self._handle_token_response(response)
+
+    async def _register(self, http: Any) -> None:
+        """Dynamic client registration (RFC 7591) where no client is configured and the server offers it."""
+        if self.context.client_info is not None:
+            return
+        metadata = self.context.oauth_metadata
+        if metadata is None or metadata.registration_endpoint is None:
+            from mcp.client.auth import OAuthFlowError
+
+            raise OAuthFlowError(
+                "the authorization server offers no client registration: set client_id (and client_secret) "
+                "in [backends.oauth]"
+            )
+        request = create_client_registration_request(metadata, self.context.client_metadata, "")
+        response = await http.send(request)
+        await response.aread()
+        client = await handle_registration_response(response)
+        self.context.client_info = client
+        await self.context.storage.set_client_info(client)
+
+    async def _auth_flow(self, request: Any) -> Any:
+        async with self.context.lock:
+            if not self._initialized:
+                await self._initialize()
+            refreshed = False
+            if not self.context.is_token_valid() and self.context.can_refresh_token():
+                refreshed = True
+                await self._handle_refresh_response((yield await self._refresh_token()))
+            for _attempt in range(2):  # the token as it is, then once refreshed after a 401
+                if not self.context.is_token_valid():
+                    break
+                self._add_auth_header(request)
+                response = yield request
+                if response.status_code != 401:
+                    return
+                if refreshed or not self.context.can_refresh_token():
+                    break
+                refreshed = True
+                await self._handle_refresh_response((yield await self._refresh_token()))
+            # no usable token: a person authorizes (a served gateway's handler raises instead)
+            if self.context.client_info is None:
+                from mcp.client.auth import OAuthFlowError
+
+                raise OAuthFlowError(
+                    "no OAuth client for this API yet: authorize it first (toolweave login, or the UI's Connect)"
+                )
+            token_response = yield await self._perform_authorization()
+            await self._handle_token_response(token_response)
+            self._add_auth_header(request)
+            yield request

@@ -7,6 +7,9 @@
   `user` query parameter the test's "browser" adds, tokens living `ttl` seconds if it adds one; PKCE S256 required; RFC 9207 `iss` in the
   redirect), `/token` (authorization_code, refresh_token; access tokens live `TOKEN_TTL` seconds),
   `/revoke` (RFC 7009).
+- `/api/me` (a plain REST API that wants a bearer token: the user it was issued to, 401 without one)
+  and `/api/ping` (public), described by `/api/openapi.json` (an `oauth2` authorization-code scheme)
+  and `/api/openapi-oidc.json` (an `openIdConnect` scheme; `/.well-known/openid-configuration`).
 - Test hooks: `POST /admin/revoke?user=` revokes every token of a user; `POST /admin/expire?user=`
   ends a user's access tokens early (their refresh tokens still work); `GET /admin/stats` counts
   grants and refreshes.
@@ -177,6 +180,48 @@ async def admin_stats(request: Request) -> Response:
     return JSONResponse({**stats, "users": sorted({user for user, _ in access.values()})})
 
 
+async def api_me(request: Request) -> Response:
+    user = _user(request.headers)
+    if user is None:
+        return JSONResponse({"error": "invalid_token"}, 401, headers={"WWW-Authenticate": "Bearer"})
+    return JSONResponse({"user": user})
+
+
+async def api_ping(request: Request) -> Response:
+    return JSONResponse({"pong": True})
+
+
+def _api_document(base: str, scheme: dict[str, Any]) -> dict[str, Any]:
+    me = {
+        "operationId": "getMe",
+        "summary": "Who the token belongs to",
+        "security": [{"user": ["profile:read"]}],
+    }
+    ping = {"operationId": "ping", "summary": "Public", "security": []}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "people", "version": "1"},
+        "servers": [{"url": base + "/api"}],
+        "components": {"securitySchemes": {"user": scheme}},
+        "paths": {"/me": {"get": me}, "/ping": {"get": ping}},
+    }
+
+
+async def api_document(request: Request) -> Response:
+    base = _base(request)
+    flow = {
+        "authorizationUrl": base + "/authorize",
+        "tokenUrl": base + "/token",
+        "scopes": {"profile:read": "read your profile", "profile:write": "change it"},
+    }
+    return JSONResponse(_api_document(base, {"type": "oauth2", "flows": {"authorizationCode": flow}}))
+
+
+async def api_document_oidc(request: Request) -> Response:
+    url = _base(request) + "/.well-known/openid-configuration"
+    return JSONResponse(_api_document(_base(request), {"type": "openIdConnect", "openIdConnectUrl": url}))
+
+
 def app() -> Starlette:
     mcp_app = server.streamable_http_app()
 
@@ -196,6 +241,11 @@ def app() -> Starlette:
     routes = [
         Route("/.well-known/oauth-protected-resource/mcp", protected_resource),
         Route("/.well-known/oauth-authorization-server", authorization_server),
+        Route("/.well-known/openid-configuration", authorization_server),
+        Route("/api/me", api_me),
+        Route("/api/ping", api_ping),
+        Route("/api/openapi.json", api_document),
+        Route("/api/openapi-oidc.json", api_document_oidc),
         Route("/register", register, methods=["POST"]),
         Route("/authorize", authorize),
         Route("/token", token, methods=["POST"]),

@@ -45,6 +45,8 @@ def login(backend: BackendArgument, config: ConfigOption = None) -> None:
         async with grants_of(cfg, interactive=True) as grants:
             assert grants is not None
             storage = GrantStorage(grants.store, *owner_of(target.oauth, LOCAL), target.name)
+            if target.url is None:
+                return await _login_api(target, storage)
             if target.oauth.grant != "authorization_code":
                 return await authorize(
                     target, build_auth(target, storage, NoPerson("", target.name)), storage
@@ -70,6 +72,30 @@ def login(backend: BackendArgument, config: ConfigOption = None) -> None:
     if result.expires_in is not None:
         details.append(f"token expires in {result.expires_in}s, refreshed as needed")
     out.print(f"Logged in to {escape(backend)}{escape(who)} ({escape('; '.join(details))})", soft_wrap=True)
+
+
+async def _login_api(target: BackendConfig, storage: Any) -> Any:
+    """An HTTP API's login: its document names the authorization server; nothing is listed with the
+    token (its tools are the document's), so the token itself proves the login."""
+    from toolweave.backends.http.backend import HttpApiBackend
+    from toolweave.credentials.oauth import LoopbackAuthorizer, authorize_api, build_api_auth
+
+    assert target.oauth is not None
+    backend = HttpApiBackend(target)
+    await backend.start()
+    try:
+        await backend.wait_ready(target.connect_timeout + target.timeout)
+        if backend.oauth_server is None or backend.base_url is None:
+            raise RuntimeError(backend.last_error or "the API's document did not load in time")
+        port = target.oauth.redirect_port
+        loopback = await LoopbackAuthorizer(target.name, port).start()
+        try:
+            auth = build_api_auth(target, backend.oauth_server, storage, loopback, backend.base_url)
+            return await authorize_api(auth, storage, len(backend.tools))
+        finally:
+            await loopback.close()
+    finally:
+        await backend.stop()
 
 
 def logout(backend: BackendArgument, config: ConfigOption = None) -> None:

@@ -290,8 +290,8 @@ class BackendConfig(StrictModel):
     def _http_api_keys_fit(self) -> BackendConfig:
         if self.env_passthrough and not self.command:
             raise ValueError("'env_passthrough' needs 'command': it sets a stdio child's environment")
-        if self.oauth is not None and not self.url:
-            raise ValueError("'oauth' needs 'url': [backends.oauth] authorizes an MCP server over HTTP")
+        if self.oauth is not None:
+            self._oauth_fits()
         owners = {"base_url": "openapi", "include": "openapi", "exclude": "openapi", "actions": "http"}
         problems = [
             f"'{key}' needs '{owner}'"
@@ -309,6 +309,35 @@ class BackendConfig(StrictModel):
         if duplicates:
             raise ValueError(f"duplicate action name(s): {', '.join(duplicates)}")
         return self
+
+    def _oauth_fits(self) -> None:
+        """`[backends.oauth]` on an MCP server over HTTP, or (authorization code) on an HTTP API."""
+        oauth = self.oauth
+        assert oauth is not None
+        if not (self.url or self.is_http_api):
+            raise ValueError(
+                "'oauth' needs 'url' (an MCP server over HTTP), 'openapi' or 'http' (an HTTP API)"
+            )
+        if self.url:
+            if oauth.scheme is not None:
+                raise ValueError("[backends.oauth] 'scheme' names an OpenAPI security scheme: HTTP APIs only")
+            return
+        if self.auth is not None:
+            raise ValueError("an HTTP API backend takes 'auth' or [backends.oauth], not both")
+        if oauth.grant != "authorization_code":
+            raise ValueError(
+                f"[backends.oauth] grant {oauth.grant!r} is for MCP servers; an HTTP API's machine "
+                'credentials go in [backends.auth] type = "oauth2" (client credentials)'
+            )
+        if oauth.client_metadata_url is not None:
+            raise ValueError(
+                "[backends.oauth] 'client_metadata_url' is for MCP servers (CIMD), not HTTP APIs"
+            )
+        if self.http and oauth.issuer is None:
+            raise ValueError(
+                "[backends.oauth] on an 'http' backend needs 'issuer' (its authorization server, "
+                "whose metadata names the endpoints): there is no OpenAPI document to take them from"
+            )
 
     @property
     def transport(self) -> Literal["stdio", "http", "python", "openapi", "http-actions"]:

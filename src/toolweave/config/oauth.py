@@ -6,6 +6,9 @@ or the URL an agent is given) or one the operator authorized for everybody (`per
 Machines use `grant = "client_credentials"` (a secret or a signed key, no person involved); an
 enterprise IdP vouches with `grant = "token_exchange"` (SEP-990: the IdP's ID token is exchanged for
 an ID-JAG, which the backend's authorization server turns into an access token).
+
+On an HTTP API (`openapi`/`http`), the authorization code flow only: the endpoints and scopes come from
+the OpenAPI document's `oauth2`/`openIdConnect` security scheme, or from `issuer`'s metadata.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ class BackendOAuth(StrictModel):
     idp_client_secret: SecretStr | None = None
     subject_token: SecretStr | None = None
     """token_exchange: the IdP ID token to exchange when the caller brings none (the CLI, one user)."""
+    scheme: str | None = Field(default=None, min_length=1, max_length=200)
+    """HTTP APIs: the document's `securitySchemes` entry (`oauth2` with an authorizationCode flow, or
+    `openIdConnect`) to take the endpoints and scopes from, when it has several."""
     redirect_port: int = Field(default=0, ge=0, le=65535)
     """`toolweave login`: the loopback port the redirect comes back to (0: any free port)."""
 

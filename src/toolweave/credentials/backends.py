@@ -21,7 +21,7 @@ from typing import Any
 import mcp_types as types
 
 from toolweave.backends import relay
-from toolweave.backends.base import Backend, TokenAuth
+from toolweave.backends.base import AuthorizationRequired, Backend, TokenAuth
 from toolweave.backends.mcp import MCPBackend
 from toolweave.config.models import BackendConfig
 from toolweave.credentials.oauth import (
@@ -34,6 +34,8 @@ from toolweave.credentials.oauth import (
     PendingLogins,
     SharedPending,
     authorize,
+    authorize_api,
+    build_api_auth,
     build_auth,
     owner_of,
     revoke,
@@ -76,15 +78,20 @@ class OAuthBackends:
         self._listing: dict[str, Owner] = {}
         self._shared: dict[str, Backend] = {}
         self._opened: dict[tuple[Owner, str], MCPBackend] = {}
+        self._views: dict[tuple[Owner, str], Backend] = {}
+        """HTTP APIs (`openapi`/`http`): the backend as each grant's owner calls it."""
         self._locks: dict[tuple[Owner, str], asyncio.Lock] = {}
         self._loopbacks: list[LoopbackAuthorizer] = []
         self._logins: set[asyncio.Task[Any]] = set()
 
     # -- the gateway's own connection ------------------------------------------------
 
-    async def listing_auth(self, config: BackendConfig) -> TokenAuth:
-        """The token flow of the gateway's own connection to `config` (whose tools fill the catalog)."""
+    async def listing_auth(self, config: BackendConfig) -> TokenAuth | None:
+        """The token flow of the gateway's own connection to `config` (whose tools fill the catalog);
+        None for an HTTP API, whose tools its document or actions give without a token."""
         assert config.oauth is not None
+        if config.url is None:
+            return None
         owner = owner_of(config.oauth, LOCAL)
         storage = GrantStorage(self.store, *owner, config.name)
         if not config.oauth.shared and not await storage.has_grant():
@@ -138,6 +145,8 @@ class OAuthBackends:
         oauth = config.oauth
         if oauth is None:
             return backend
+        if config.url is None:
+            return await self._api_view(backend, session)
         owner = owner_of(oauth, session)
         if oauth.shared or owner == self._listing.get(backend.name):
             if backend.status == "unauthorized" and not self.interactive:
@@ -170,6 +179,33 @@ class OAuthBackends:
             )
             return own
 
+    async def _api_view(self, backend: Backend, session: Session) -> Backend:
+        """An HTTP API as the caller's grant calls it: one view per owner, kept; a caller without a grant,
+        or whose grant the server refused at the last call, is told where to authorize."""
+        config = backend.config
+        assert config.oauth is not None
+        owner = owner_of(config.oauth, session)
+        key = (owner, backend.name)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            view = self._views.get(key)
+            auth = getattr(view, "token_auth", None)
+            if view is not None and auth is not None and auth.required is None:
+                return view
+            if view is not None:  # its grant was refused (revoked): authorize again
+                self._views.pop(key, None)
+                return _WithoutGrant(backend, lambda: self._needs_authorization(config, session, owner))
+            storage = GrantStorage(self.store, *owner, backend.name)
+            if not await storage.has_grant():
+                return _WithoutGrant(backend, lambda: self._needs_authorization(config, session, owner))
+            server = getattr(backend, "oauth_server", None)
+            base_url = getattr(backend, "base_url", None)
+            if server is None or base_url is None:
+                return backend  # not loaded (yet): its call says why it is unavailable
+            authorizer = NoPerson(self._redirect_uri(config, storage), backend.name)
+            view = backend.grant_view(build_api_auth(config, server, storage, authorizer, base_url))  # type: ignore[attr-defined]
+            self._views[key] = view
+            return view
+
     async def _needs_authorization(self, config: BackendConfig, session: Session, owner: Owner) -> Backend:
         if self.interactive:
             message = f"not authorized yet: run `toolweave login {config.name}`"
@@ -196,7 +232,10 @@ class OAuthBackends:
         (None when none was needed: the grant was still good) and the task finishing it."""
         storage = GrantStorage(self.store, *owner, config.name)
         authorizer = CallbackAuthorizer(self.pending, self.callback_url, config.name)
-        token_auth = build_auth(config, storage, authorizer)
+        if config.url is None:
+            token_auth = self._api_auth(config, storage, authorizer)
+        else:
+            token_auth = build_auth(config, storage, authorizer)
         task = asyncio.create_task(self._login(config, token_auth, storage, authorizer, owner))
         self._logins.add(task)
         task.add_done_callback(self._logins.discard)
@@ -205,6 +244,16 @@ class OAuthBackends:
             return authorizer.url.result(), task
         task.result()  # raises what the flow raised before any person was needed
         return None, task
+
+    def _api_auth(self, config: BackendConfig, storage: GrantStorage, authorizer: Any) -> TokenAuth:
+        """An HTTP API's token flow, on the authorization server its loaded document named."""
+        backend = self._shared.get(config.name)
+        server = getattr(backend, "oauth_server", None)
+        base_url = getattr(backend, "base_url", None)
+        if server is None or base_url is None:
+            why = backend.last_error if backend is not None and backend.last_error else "not loaded yet"
+            raise AuthorizationRequired(f"backend {config.name!r} cannot be authorized now: {why}")
+        return build_api_auth(config, server, storage, authorizer, base_url)
 
     async def _login(
         self,
@@ -215,7 +264,11 @@ class OAuthBackends:
         owner: Owner,
     ) -> LoginResult:
         try:
-            result = await authorize(config, token_auth, storage)
+            if config.url is None:
+                backend = self._shared.get(config.name)
+                result = await authorize_api(token_auth, storage, len(backend.tools) if backend else 0)
+            else:
+                result = await authorize(config, token_auth, storage)
         except BaseException as error:
             if authorizer.entry is not None and not authorizer.entry.done.done():
                 authorizer.entry.done.set_exception(error)
@@ -229,6 +282,7 @@ class OAuthBackends:
 
     def authorized(self, backend: str, owner: Owner) -> None:
         """A grant of `owner` to `backend` was stored: connections waiting for it connect again."""
+        self._views.pop((owner, backend), None)
         opened = self._opened.pop((owner, backend), None)
         if opened is not None:
             task = asyncio.get_running_loop().create_task(opened.stop())
@@ -250,6 +304,7 @@ class OAuthBackends:
         owner = owner_of(config.oauth, session)
         storage = GrantStorage(self.store, *owner, config.name)
         grant = await storage.forget()
+        self._views.pop((owner, config.name), None)
         opened = self._opened.pop((owner, config.name), None)
         if opened is not None:
             await opened.stop()
@@ -286,6 +341,36 @@ def _loopback_port(client: Any) -> int:
         if parts.hostname in ("127.0.0.1", "localhost") and parts.port:
             return parts.port
     return 0
+
+
+class _WithoutGrant(Backend):
+    """An HTTP API for a caller without a (usable) grant: its public operations (`security: []`) are
+    called as they are; any other starts the caller's authorization and answers where to go."""
+
+    def __init__(self, api: Backend, unauthorized: Callable[[], Awaitable[Backend]]) -> None:
+        super().__init__(api.config)
+        self._api = api
+        self._unauthorized = unauthorized
+        self.tools = api.tools
+        self.status = api.status
+
+    async def start(self) -> None:  # pragma: no cover - never started: made per call
+        return None
+
+    async def stop(self) -> None:  # pragma: no cover
+        return None
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: Any = None,
+    ) -> types.CallToolResult:
+        public = getattr(self._api, "public", None)
+        target = self._api if public is not None and public(name) else await self._unauthorized()
+        return await target.call_tool(name, arguments, timeout=timeout, progress=progress)
 
 
 class _Unauthorized(Backend):

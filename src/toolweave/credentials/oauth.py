@@ -47,6 +47,7 @@ from mcp.shared.auth import (
 
 from toolweave import sdk_compat
 from toolweave.backends.base import AuthorizationRequired, TokenAuth
+from toolweave.backends.http.oauth import ApiAuthServer
 from toolweave.config.models import BackendConfig
 from toolweave.config.oauth import BackendOAuth
 from toolweave.executor.session import Session
@@ -616,6 +617,68 @@ def _authorization_code(
     )
 
 
+def build_api_auth(
+    backend: BackendConfig,
+    server: ApiAuthServer,
+    storage: GrantStorage,
+    authorizer: Authorizer | NoPerson,
+    base_url: str,
+) -> TokenAuth:
+    """The authorization-code flow of an HTTP API (`[backends.oauth]` on `openapi`/`http`), whose
+    authorization server its OpenAPI security scheme or configured issuer named (`server`)."""
+    oauth = backend.oauth
+    assert oauth is not None
+    secret = oauth.client_secret.get_secret_value() if oauth.client_secret else None
+    redirect_uri = authorizer.redirect_uri
+    metadata = OAuthClientMetadata(
+        client_name=CLIENT_NAME,
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="client_secret_basic" if secret else "none",
+    )
+    if oauth.client_id:
+        storage.preregistered = OAuthClientInformationFull(
+            client_id=oauth.client_id,
+            client_secret=secret,
+            redirect_uris=[redirect_uri],  # type: ignore[list-item]
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
+        )
+    if server.metadata.revocation_endpoint is not None:
+        storage.revocation_endpoint = str(server.metadata.revocation_endpoint)
+    auth = sdk_compat.KnownServerOAuthProvider(
+        base_url,
+        metadata,
+        storage,
+        authorizer.redirect,
+        authorizer.callback,
+        metadata=server.metadata,
+        scope=server.scope,
+    )
+    token_auth = TokenAuth(auth, storage.bearer)
+    if isinstance(authorizer, NoPerson):
+        authorizer.token_auth = token_auth
+    return token_auth
+
+
+async def authorize_api(token_auth: TokenAuth, storage: GrantStorage, tools: int) -> LoginResult:
+    """Authorize an HTTP API now (a person, through the flow's authorizer) and store the grant."""
+    assert isinstance(token_auth.auth, sdk_compat.KnownServerOAuthProvider)
+    async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
+        await token_auth.auth.authorize_now(http)
+    return _login_result(storage, tools)
+
+
+def _login_result(storage: GrantStorage, tools: int) -> LoginResult:
+    tokens = storage.tokens
+    return LoginResult(
+        tools=tools,
+        scope=tokens.scope if tokens else None,
+        expires_in=int(tokens.expires_in) if tokens and tokens.expires_in is not None else None,
+        who=_subject_of(tokens.access_token) if tokens else None,
+    )
+
+
 def _id_jag_exchange(oauth: BackendOAuth, subject_token: str | None) -> Callable[[str, str], Any]:
     """SEP-990 leg 1 (RFC 8693 at the enterprise IdP): the caller's ID token for an ID-JAG naming the
     backend's authorization server (`audience`) and the MCP server (`resource`)."""
@@ -666,13 +729,7 @@ async def authorize(backend: BackendConfig, token_auth: TokenAuth, storage: Gran
     http = sdk_compat.create_http_client(dict(backend.headers) or None, auth=token_auth.auth)
     async with http, Client(streamable_http_client(backend.url, http_client=http)) as client:
         listed = await client.list_tools()
-    tokens = storage.tokens
-    return LoginResult(
-        tools=len(listed.tools),
-        scope=tokens.scope if tokens else None,
-        expires_in=int(tokens.expires_in) if tokens and tokens.expires_in is not None else None,
-        who=_subject_of(tokens.access_token) if tokens else None,
-    )
+    return _login_result(storage, len(listed.tools))
 
 
 def _subject_of(access_token: str) -> str | None:

@@ -32,9 +32,10 @@ import httpx2
 import mcp_types as types
 import orjson
 from jsonschema.protocols import Validator
+from mcp.client.auth import OAuthFlowError
 
 from toolweave import tracing
-from toolweave.backends.base import Backend, unavailable_result
+from toolweave.backends.base import AuthorizationRequired, Backend, TokenAuth, unavailable_result
 from toolweave.backends.http.actions import action_spec
 from toolweave.backends.http.auth import (
     AuthPlan,
@@ -50,6 +51,7 @@ from toolweave.backends.http.auth import (
 )
 from toolweave.backends.http.encoding import ArgumentError, RequestParts, build_request
 from toolweave.backends.http.naming import name_room
+from toolweave.backends.http.oauth import ApiAuthServer, api_auth_server
 from toolweave.backends.http.results import error_response, excerpt, scrub, success_response
 from toolweave.backends.openapi import (
     MAX_DOCUMENT_BYTES,
@@ -99,6 +101,8 @@ class HttpApiBackend(Backend):
         self.skipped: list[Problem] = []
         self.notes: list[Problem] = []
         self.document: Document | None = None
+        self.oauth_server: ApiAuthServer | None = None
+        """`[backends.oauth]`: the API's authorization server (from the document or the issuer)."""
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -161,10 +165,12 @@ class HttpApiBackend(Backend):
             specs = [action_spec(action, self.config.http) for action in self.config.actions]
             self.base_url = self.config.http
             self.plan = plan_auth(self.config.auth, None)
+            await self._find_auth_server(None)
             self._publish(specs)
             return
         document = await self._read_document()
         self.plan = plan_auth(self.config.auth, document.data)
+        await self._find_auth_server(document.data)
         options = ConvertOptions(
             include=self.config.include,
             exclude=self.config.exclude,
@@ -184,6 +190,18 @@ class HttpApiBackend(Backend):
             logger.warning("backend %s: operation skipped: %s", self.name, problem)
         self._publish(conversion.operations)
         self._validation = asyncio.create_task(self._validate(document), name=f"validate:{self.name}")
+
+    async def _find_auth_server(self, document: dict[str, Any] | None) -> None:
+        if self.config.oauth is None:
+            return
+        assert self._client is not None
+        self.oauth_server = await api_auth_server(self.config.oauth, document, self._client)
+        logger.info(
+            "backend %s: users authorize at %s (%s)",
+            self.name,
+            self.oauth_server.metadata.authorization_endpoint,
+            self.oauth_server.source,
+        )
 
     async def _read_document(self) -> Document:
         source = self.config.openapi or ""
@@ -252,6 +270,15 @@ class HttpApiBackend(Backend):
         """This backend with a tenant's connection laid over the config's credentials (same client)."""
         return _TenantView(self, self.credentials.over(connection, self.plan, owner))
 
+    def public(self, name: str) -> bool:
+        """Whether tool `name` is an operation that needs no credential (`security: []`)."""
+        op = self._ops.get(name)
+        return op is not None and not op.needs_auth
+
+    def grant_view(self, token_auth: TokenAuth) -> Backend:
+        """This backend as one OAuth grant's owner calls it (`[backends.oauth]`): their token flow."""
+        return _TenantView(self, self.credentials, token_auth)
+
     # -- calls ---------------------------------------------------------------------
 
     async def call_tool(
@@ -265,20 +292,31 @@ class HttpApiBackend(Backend):
         return await self.call_with(name, arguments, timeout, self.credentials)
 
     async def call_with(
-        self, name: str, arguments: dict[str, Any], timeout: float | None, creds: Credentials
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None,
+        creds: Credentials,
+        token_auth: TokenAuth | None = None,
     ) -> types.CallToolResult:
+        """`token_auth`: the caller's OAuth grant (`[backends.oauth]`), for operations that need one."""
         op = self._ops.get(name)
         if self.status != "connected" or self._client is None:
             return unavailable_result(self.name, self.status, self.last_error)
         if op is None:
             return error_result(f"backend {self.name!r} has no tool {name!r}")
+        if self.config.oauth is not None and op.needs_auth and token_auth is None:
+            return error_result(
+                f"backend {self.name!r}: {op.label} needs the caller's own authorization, and this call "
+                "carries none. Nothing was called."
+            )
         limit = timeout if timeout is not None else self.config.timeout
         try:
             async with asyncio.timeout(limit):
                 if self._semaphore is None:
-                    return await self._send(op, arguments, creds, limit)
+                    return await self._send(op, arguments, creds, limit, token_auth)
                 async with self._semaphore:
-                    return await self._send(op, arguments, creds, limit)
+                    return await self._send(op, arguments, creds, limit, token_auth)
         except TimeoutError:
             return error_result(
                 f"{op.label} on backend {self.name!r} timed out after {limit:g}s: the API did not answer in time"
@@ -286,9 +324,15 @@ class HttpApiBackend(Backend):
             )
 
     async def _send(
-        self, op: OperationSpec, arguments: Mapping[str, Any], creds: Credentials, limit: float
+        self,
+        op: OperationSpec,
+        arguments: Mapping[str, Any],
+        creds: Credentials,
+        limit: float,
+        token_auth: TokenAuth | None = None,
     ) -> types.CallToolResult:
-        """One call: retries (idempotent methods), an OAuth2 refresh after a 401, same-origin redirects."""
+        """One call: retries (idempotent methods), an OAuth2 refresh after a 401, same-origin redirects.
+        With `token_auth` (a user's grant) the token flow refreshes, or says a person must authorize."""
         assert self._client is not None and self.base_url is not None
         try:
             parts = build_request(op, arguments)
@@ -298,6 +342,7 @@ class HttpApiBackend(Backend):
         if plan is not None and (missing := missing_fields(plan, creds)):
             return error_result(missing_message(self.name, plan, creds, missing))
         secrets = creds.secrets
+        auth = token_auth.auth if token_auth is not None and op.needs_auth else None
         token: str | None = None
         refreshed = False
         attempt = redirects = 0
@@ -313,10 +358,12 @@ class HttpApiBackend(Backend):
                 secrets = [*secrets, token]
             try:
                 status, reason, response_headers, body = await self._exchange(
-                    op, redirect_to or url, headers, parts, limit
+                    op, redirect_to or url, headers, parts, limit, auth
                 )
             except httpx2.TimeoutException:
                 raise TimeoutError from None
+            except (AuthorizationRequired, OAuthFlowError) as error:
+                return error_result(f"backend {self.name!r}: {scrub(str(error), secrets)}")
             except httpx2.TransportError as error:
                 if op.method in _IDEMPOTENT and attempt < self.config.retries and _retryable(error):
                     attempt += 1
@@ -326,6 +373,8 @@ class HttpApiBackend(Backend):
                 return error_result(
                     f"{op.label} on backend {self.name!r}: cannot reach the API ({reason_text})"
                 )
+            if token_auth is not None and (bearer := token_auth.bearer()):
+                secrets = [*secrets, bearer.removeprefix("Bearer ")]
             if body is None:
                 return error_result(
                     f"{op.label}: the response is larger than {self.config.max_response_bytes} bytes "
@@ -394,7 +443,13 @@ class HttpApiBackend(Backend):
         return error_response(op, status, reason, body, secrets, extra)
 
     async def _exchange(
-        self, op: OperationSpec, url: str, headers: dict[str, str], parts: RequestParts, limit: float
+        self,
+        op: OperationSpec,
+        url: str,
+        headers: dict[str, str],
+        parts: RequestParts,
+        limit: float,
+        auth: httpx2.Auth | None = None,
     ) -> tuple[int, str, httpx2.Headers, bytes | None]:
         assert self._client is not None
         request = self._client.build_request(
@@ -405,7 +460,7 @@ class HttpApiBackend(Backend):
             files=parts.files,
             timeout=httpx2.Timeout(limit, connect=min(self.config.connect_timeout, limit)),
         )
-        response = await self._client.send(request, stream=True)
+        response = await self._client.send(request, stream=True, auth=auth)
         try:
             body = await read_bounded(response, self.config.max_response_bytes)
         finally:
@@ -442,10 +497,13 @@ class HttpApiBackend(Backend):
 class _TenantView(Backend):
     """A backend as one tenant's connection sees it: its credentials, the shared client and tools."""
 
-    def __init__(self, parent: HttpApiBackend, credentials: Credentials) -> None:
+    def __init__(
+        self, parent: HttpApiBackend, credentials: Credentials, token_auth: TokenAuth | None = None
+    ) -> None:
         super().__init__(parent.config)
         self._parent = parent
         self._credentials = credentials
+        self.token_auth = token_auth
         self.tools = parent.tools
         self.status = parent.status
         self._ready.set()
@@ -467,7 +525,7 @@ class _TenantView(Backend):
         timeout: float | None = None,
         progress: Any = None,
     ) -> types.CallToolResult:
-        return await self._parent.call_with(name, arguments, timeout, self._credentials)
+        return await self._parent.call_with(name, arguments, timeout, self._credentials, self.token_auth)
 
 
 def _tool(spec: OperationSpec) -> types.Tool:
