@@ -7,10 +7,12 @@ bad request refused with its own OAuth error."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
 import secrets
+import time
 from collections.abc import Iterator
 from html import unescape
 from typing import Any
@@ -29,7 +31,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 from sqlalchemy import update
 
 from identity.test_oidc import Memory
-from support.api import GREETER, AppFactory
+from support.api import GREETER, AppFactory, database_url, drop_schema
 from support.configs import python_backend
 from support.npm_documents import Unavailable
 from support.oidc import SECRET, OidcProvider, oidc_provider_folder, running
@@ -38,6 +40,7 @@ from support.processes import free_port
 from support.results import names
 from support.serving import serve_asgi
 from toolweave.config.loader import parse_config
+from toolweave.identity.proxy import LIVE_SECONDS
 from toolweave.store.tables import oauth_proxy_tokens
 from toolweave.store.tenants import TenantRepository
 
@@ -480,3 +483,47 @@ def test_a_proxy_config_that_cannot_work_is_refused(
     issues: list[Any] = []
     assert parse_config({"auth": {"issuers": issuers, "proxy": proxy}}, issues=issues) is None
     assert any(message in str(issue) for issue in issues), issues
+
+
+@pytest.fixture
+async def shared_database(tmp_path: Any, api_env: None) -> Any:
+    """Apps on one PostgreSQL schema: replicas of one gateway."""
+    url, schema = database_url("postgres", tmp_path)
+    factory = AppFactory(url)
+    try:
+        yield factory
+    finally:
+        await factory.close_all()
+        if schema is not None:
+            await drop_schema(url.split("?")[0], schema)
+
+
+@pytest.mark.postgres
+async def test_replicas_share_registrations_codes_keys_and_revocations(
+    shared_database: AppFactory, idp: OidcProvider, port: int
+) -> None:
+    first = await shared_database(proxy_config(idp, port), require_auth=True)
+    second = await shared_database(proxy_config(idp, port), require_auth=True)
+    await first.runtime.close()
+    await second.runtime.close()
+    async with (
+        serve_asgi(first.app, port=port) as base,
+        serve_asgi(second.app) as second_base,
+        httpx.AsyncClient(base_url=base) as http,
+        httpx.AsyncClient(base_url=second_base) as other,
+    ):
+        good = {"redirect_uris": [CLIENT_REDIRECT], "token_endpoint_auth_method": "none"}
+        client_id = (await other.post("/oauth/register", json=good)).json()["client_id"]  # at the second
+        code, verifier = await Flow(base, http, client_id).code()  # authorized at the first
+        redeemed = await Flow(base, other, client_id).redeem(code, verifier)  # redeemed at the second
+        assert redeemed.status_code == 200, redeemed.text
+        token = redeemed.json()["access_token"]
+        assert (await _list(http, token)).status_code == 200  # signed by one, verified by the other
+        assert (await _list(other, token)).status_code == 200
+        revoked = await http.post("/oauth/revoke", data={"token": token, "client_id": client_id})
+        assert revoked.status_code == 200
+        assert (await _list(http, token)).status_code == 401  # at once where it was revoked
+        started = time.monotonic()
+        while (await _list(other, token)).status_code == 200:  # within LIVE_SECONDS elsewhere
+            assert time.monotonic() - started < LIVE_SECONDS + 2
+            await asyncio.sleep(0.2)
