@@ -78,7 +78,8 @@ class Gateway:
         finished call (metrics), in one place; `vector_store`: where search mode's tool vectors
         persist (`[search.embeddings]`; in memory by default); `errlog`: a stream stdio backends
         write their stderr to raw (default: each line becomes a log record of `toolweave.stderr.<backend>`);
-        `credentials`: the OAuth grants of `[backends.oauth]` backends (default: in memory, this process's);
+        `credentials`: the OAuth grants of `[backends.oauth]` backends (default: those in the config's
+        database, `gateway.database`, where `toolweave login` stores them; a step-up opens the browser);
         `call_rates`: who counts calls against `[limits]` call rates (this process by default; the
         server passes the Redis one when the deployment shares Redis); `tracer`: the spans of every
         call (by default the gateway makes its own from `[telemetry]` at `start()` and exports what is
@@ -91,9 +92,10 @@ class Gateway:
         """The OpenTelemetry tracing this gateway made from `[telemetry]` (None: off, or given one)."""
         if credentials is None and any(b.oauth is not None for b in config.backends):
             from toolweave.credentials.backends import OAuthBackends  # the SDK's OAuth client, when used
-            from toolweave.credentials.oauth import MemoryGrants
+            from toolweave.credentials.stored import StoredGrants
 
-            credentials = OAuthBackends(MemoryGrants())
+            # the grants `toolweave login` stored in the config's database, as the CLI uses them
+            credentials = OAuthBackends(StoredGrants(config.gateway.database), interactive=True)
         self.credentials = credentials
         if credentials is not None:
             backend_resolver = _with_grants(credentials, backend_resolver)

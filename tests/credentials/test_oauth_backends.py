@@ -290,3 +290,26 @@ async def test_a_url_elicitation_lets_the_call_go_on_once_authorized(
     assert [params.mode for params in asked] == ["url"]
     assert not result.is_error, result.content
     assert result.structured_content == {"user": "frank"}
+
+
+async def test_the_python_api_uses_the_grants_in_the_configs_database(
+    oauth_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Gateway(config)` without `credentials=` reads the grants `toolweave login` stored in
+    `gateway.database` (before: a fresh in-memory store, so the backend waited unauthorized)."""
+    monkeypatch.setenv("TOOLWEAVE_SECRET_KEY", "python-api-test")
+    config = _config(oauth_server, database=f"sqlite:///{tmp_path / 'tw.db'}")
+    db = Database.from_url(config.gateway.database)
+    await db.start()
+    login = OAuthBackends(OAuthTokenRepository(db), callback_url=CALLBACK)  # as `toolweave login` stores
+    try:
+        url, task = await login.start_login(config.backends[0], (None, "local"))
+        assert url is not None
+        await _approve(login, url, "pat")
+        await task
+    finally:
+        await login.close()
+        await db.close()
+    async with Gateway(config) as gateway:
+        await _wait_for_tools(gateway)
+        assert _user(await gateway.call("remote__whoami", {})) == "pat"

@@ -325,6 +325,9 @@ class OAuthBackends:
         for loopback in self._loopbacks:
             await loopback.close()
         await self.pending.close()
+        closing = getattr(self.store, "close", None)
+        if closing is not None:  # a store this object owns (the Python API's `StoredGrants`)
+            await closing()
 
 
 def _needs_person(backend: MCPBackend) -> bool:
