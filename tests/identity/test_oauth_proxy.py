@@ -527,3 +527,52 @@ async def test_replicas_share_registrations_codes_keys_and_revocations(
         while (await _list(other, token)).status_code == 200:  # within LIVE_SECONDS elsewhere
             assert time.monotonic() - started < LIVE_SECONDS + 2
             await asyncio.sleep(0.2)
+
+
+async def test_validate_checks_the_proxys_issuer_can_log_people_in(
+    idp: OidcProvider, port: int, tmp_path: Any
+) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from typer.testing import CliRunner
+
+    from toolweave.cli import app
+
+    def validate() -> Any:
+        return CliRunner().invoke(app, ["validate", "-c", str(config)])
+
+    config = tmp_path / "toolweave.toml"
+    config.write_text(
+        f"""
+[gateway]
+database = "sqlite:///{tmp_path / "tw.db"}"
+public_url = "http://127.0.0.1:{port}"
+[auth]
+required = true
+[[auth.issuers]]
+issuer = "{idp.issuer}"
+[auth.proxy]
+enabled = true
+client_id = "{GATEWAY_CLIENT}"
+"""
+    )
+    done = await asyncio.to_thread(validate)
+    assert done.exit_code == 0, done.output
+    # an issuer that only publishes keys (no authorization endpoint): nobody could log in through it
+    issuer_port = free_port()
+    issuer = f"http://127.0.0.1:{issuer_port}"
+    document = {"issuer": issuer, "jwks_uri": f"{issuer}/jwks"}
+    keys = KeySet([idp.signing_key]).as_dict(private=False)
+    keys_only = Starlette(
+        routes=[
+            Route("/.well-known/openid-configuration", lambda _r: JSONResponse(document)),
+            Route("/jwks", lambda _r: JSONResponse(keys)),
+        ]
+    )
+    config.write_text(config.read_text().replace(idp.issuer, issuer))
+    async with serve_asgi(keys_only, port=issuer_port):
+        done = await asyncio.to_thread(validate)
+    printed = " ".join(done.output.split())
+    assert done.exit_code == 1, printed
+    assert f"auth.proxy: the issuer {issuer} names no authorization_endpoint or token_endpoint" in printed

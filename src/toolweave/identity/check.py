@@ -38,7 +38,30 @@ async def issuer_problems(config: Config) -> tuple[list[Problem], list[Problem]]
             for index, issuer in enumerate(issuers)
         ]
         found = await asyncio.gather(*checks)
-    return [problem for problem in found if problem is not None], warnings
+        problems = [problem for problem in found if problem is not None]
+        if config.auth.proxy.enabled and not problems:
+            problems += await _proxy_problems(config, base, client)
+    return problems, warnings
+
+
+async def _proxy_problems(config: Config, base: str, client: httpx.AsyncClient) -> list[Problem]:
+    """`[auth.proxy]`: Authlib installed, and the upstream issuer has the endpoints a login needs."""
+    try:
+        import authlib  # noqa: F401
+    except ImportError:
+        return [Problem("auth.proxy", "needs Authlib: pip install 'toolweave[oauth-proxy]'")]
+    entry = config.auth.proxy_issuer()
+    assert entry is not None  # the config's validator saw to it
+    metadata = await Issuer(entry, entry.audience or f"{base}/mcp", client).metadata()
+    missing = [name for name in ("authorization_endpoint", "token_endpoint") if not metadata.get(name)]
+    if missing:
+        return [
+            Problem(
+                "auth.proxy",
+                f"the issuer {entry.issuer} names no {' or '.join(missing)}: people cannot log in through it",
+            )
+        ]
+    return []
 
 
 async def _check(issuer: Issuer, where: str) -> Problem | None:
