@@ -40,6 +40,15 @@ def serve(
         str | None,
         typer.Option("--server", help="With --stdio: serve this virtual server ([[servers]]) only."),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Serve with N processes on one port (needs gateway.redis_url: they share sessions over it).",
+        ),
+    ] = 1,
 ) -> None:
     """Run the gateway: MCP at /mcp (or stdio), the REST API at /api/v1, the web UI at /."""
     # Start-up only allocates (imports, the app, the catalog): collections during it are wasted work,
@@ -47,7 +56,7 @@ def serve(
     # app, `server/app.py`; stdio: below).
     gc.disable()
     try:
-        _serve(config, host, port, stdio, auth, log_json, server)
+        _serve(config, host, port, stdio, auth, log_json, server, workers)
     finally:
         gc.enable()  # a start-up that failed, or a test's process running this command in-process
 
@@ -60,8 +69,11 @@ def _serve(
     auth: bool,
     log_json: bool,
     server: str | None = None,
+    workers: int = 1,
 ) -> None:
     cfg = load_config_or_exit(config)
+    if workers > 1:
+        _check_workers(cfg, stdio)
     if server is not None:
         _check_server(cfg, server, stdio)
     if stdio:
@@ -90,20 +102,52 @@ def _serve(
 
         recorded.append(record_serving(Path(cfg.source or default_config_path()), local_url(sock)))
 
-    listener = listen_or_exit(bind, port if port is not None else cfg.gateway.port, port is not None, record)
+    listener = listen_or_exit(
+        bind, port if port is not None else cfg.gateway.port, port is not None, record, shared=workers > 1
+    )
     state = recorded[0] if recorded else None
     _serve_logging(cfg, log_json)
     from toolweave.store import StoreError
 
+    children: list[int] = []
     try:
         import asyncio
 
+        if workers > 1:
+            from toolweave.cli.workers import start_workers
+
+            children = start_workers(
+                workers - 1,
+                listener,
+                lambda sock: asyncio.run(_serve_http(cfg, sock, require_auth, None, lambda _line: None)),
+            )
         asyncio.run(_serve_http(cfg, listener, require_auth, state, _teller(cfg, log_json)))
     except (StoreError, ValueError, OSError) as error:  # an unreachable database: say so, no traceback
         err.print(f"[red]cannot start:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     finally:
+        if children:
+            from toolweave.cli.workers import stop_workers
+
+            stop_workers(children)
         forget_serving(state)
+
+
+def _check_workers(cfg: Config, stdio: bool) -> None:
+    """`--workers N` (N > 1) shares everything a client may meet on any worker (MCP sessions, UI
+    logins, events, definitions) through Redis and the database: without `gateway.redis_url` a
+    client's second request on another worker would meet a stranger, so it is refused."""
+    if stdio:
+        err.print("[red]--workers needs HTTP[/] (stdio has one client: serve it with one process)")
+        raise typer.Exit(2)
+    if not cfg.gateway.redis_url:
+        err.print(
+            "[red]--workers needs gateway.redis_url[/]: the workers share MCP sessions, events and "
+            "definition changes over Redis (docs/deployment.md). Set it, or serve with one worker.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
 
 
 def local_url(sock: socket.socket) -> str:
@@ -121,15 +165,23 @@ def _serve_logging(cfg: Config, log_json: bool) -> None:
 
 
 def listen_or_exit(
-    host: str, port: int, from_option: bool, on_bound: Callable[[socket.socket], None] | None = None
+    host: str,
+    port: int,
+    from_option: bool,
+    on_bound: Callable[[socket.socket], None] | None = None,
+    *,
+    shared: bool = False,
 ) -> socket.socket:
     """The listening socket, opened before anything else: a busy port is reported at once, naming
     `--port`, instead of after every backend has connected. Made with `IPPROTO_TCP` named: asyncio
     sets TCP_NODELAY only on connections whose socket says TCP, and without it Nagle held the last
-    part of every response until the client's delayed ACK (~40 ms a request on loopback)."""
+    part of every response until the client's delayed ACK (~40 ms a request on loopback).
+    `shared`: other processes (`--workers`) listen on the same port (SO_REUSEPORT)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
         if on_bound is not None:
