@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from support.npm_documents import Unavailable, cache_dir
+from support.npm_documents import Unavailable, cache_dir, installs
 from support.paths import ROOT
 from support.processes import free_port, wait_for_port
 
@@ -72,6 +72,7 @@ def _run_npm(args: list[str], folder: Path, path: str | None = None) -> None:
         raise Unavailable(f"npm {' '.join(args)} failed: {(done.stderr or done.stdout).strip()[:300]}")
 
 
+@installs
 def node22_bin() -> Path:
     """A folder whose `node` is Node 22 or newer."""
     on_path = shutil.which("node")
@@ -87,6 +88,7 @@ def node22_bin() -> Path:
     return bin_dir
 
 
+@installs
 def conformance_server() -> Path:
     """A folder with the reference server and its dependencies installed (refreshed when the source changes)."""
     if not (CONFORMANCE_SOURCE / "everything-server.ts").exists():
@@ -104,6 +106,7 @@ def conformance_server() -> Path:
     return folder
 
 
+@installs
 def conformance_cli() -> Path:
     folder = cache_dir() / f"mcp-conformance-{CONFORMANCE_VERSION}"
     cli = folder / "node_modules" / ".bin" / "conformance"
@@ -152,6 +155,7 @@ SERVER_EVERYTHING = ("@modelcontextprotocol/server-everything", "2026.8.31")
 """The MCP project's own test server (stdio), with tools that sample, elicit and log mid-call."""
 
 
+@installs
 def server_everything() -> Path:
     """`dist/index.js` of `@modelcontextprotocol/server-everything`, installed once into the cache."""
     name, version = SERVER_EVERYTHING

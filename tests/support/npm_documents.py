@@ -8,12 +8,20 @@ benchmark alike. Nothing of it is ever committed.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import os
 import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 GITHUB = ("@octokit/openapi", "23.0.2")
 """GitHub's REST description (`generated/api.github.com.json`, ~13 MB, ~1,200 operations)."""
@@ -30,6 +38,46 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "toolweave-tests" / "npm"
 
 
+_held = 0
+"""How deep this process is in `cache_lock` (an install may call another: Node for a package)."""
+
+
+@contextlib.contextmanager
+def cache_lock() -> Iterator[None]:
+    """The cache's install lock, across processes: parallel test workers (pytest-xdist) must not both
+    install one package (or `npm ci` a folder another is running from). Re-entrant in a process."""
+    global _held
+    if _held:
+        _held += 1
+        try:
+            yield
+        finally:
+            _held -= 1
+        return
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".install.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _held = 1
+        try:
+            yield
+        finally:
+            _held = 0
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def installs(function: Callable[_P, _T]) -> Callable[_P, _T]:
+    """Run `function` (a check-then-install into the cache) under `cache_lock`."""
+
+    @functools.wraps(function)
+    def locked(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with cache_lock():
+            return function(*args, **kwargs)
+
+    return locked
+
+
+@installs
 def npm_package(name: str, version: str, keep: tuple[str, ...] = ()) -> Path:
     """The unpacked `package/` folder of `name@version`, fetched with npm on first use.
 

@@ -28,7 +28,7 @@ import orjson
 from joserfc.jwk import KeySet, RSAKey
 
 from support.node import _run_npm, node22_bin
-from support.npm_documents import cache_dir
+from support.npm_documents import cache_dir, installs
 from support.processes import free_port, wait_for_port
 
 OIDC_PROVIDER_VERSION = "9.13.3"
@@ -37,6 +37,7 @@ SECRET = "client-secret-that-is-long-enough-1234"
 
 
 @functools.cache
+@installs
 def oidc_provider_folder() -> tuple[Path, Path]:
     """(a folder holding `node_modules/oidc-provider` and the provider script, Node 22's binary).
 
