@@ -22,7 +22,7 @@ import mcp_types as types
 from toolweave.backends import Backend, create_backend
 from toolweave.backends.federated import Federation
 from toolweave.backends.federated.protocol import GOING_AWAY
-from toolweave.catalog.catalog import Catalog
+from toolweave.catalog.catalog import Catalog, CatalogCache
 from toolweave.catalog.semantic import SemanticRanker, VectorStore
 from toolweave.catalog.servers import listing_key
 from toolweave.config.loader import load_config
@@ -128,6 +128,9 @@ class Gateway:
         self._resources: dict[str, tuple[types.Resource, Backend]] = {}
         self._templates: list[tuple[types.ResourceTemplate, Backend]] = []
         self._prompts: dict[str, tuple[types.Prompt, Backend, str]] = {}
+        self.catalog_cache = CatalogCache()
+        """What catalog builds derived (each backend's entries, each composite), reused by the next
+        build where nothing changed: a registration costs its own namespace, not everyone's tools."""
         self._rebuild_pending = False
         self._rebuild_cost = 0.0
         self._rebuilt_at = 0.0
@@ -274,14 +277,16 @@ class Gateway:
         definitions = [*self.config.composite_tools, *(d for _, d in self._definitions.values())]
         owners = {name: owner for name, (owner, _definition) in self._definitions.items()}
         backends = [*self.backends.values(), *self.federation.backends()]
-        catalog = Catalog.build(self.config, backends, definitions, owners=owners)
+        self.catalog_cache.start()
+        catalog = Catalog.build(self.config, backends, definitions, owners=owners, cache=self.catalog_cache)
+        self.catalog_cache.finish()
         self.registry.catalog = catalog
         if self.registry.semantic is not None and catalog.index is not None and self._started:
             self.registry.semantic.refresh(catalog.index)  # tool vectors in the background
         self._index_resources_and_prompts()
         self.servers.rebuild(catalog)
         self._report_issues(catalog)
-        if listing_key(old.listed) != listing_key(catalog.listed):
+        if _listing_changed(old.listed, catalog.listed):
             for listener in list(self._listeners):
                 try:
                     listener()
@@ -416,6 +421,14 @@ class Gateway:
     @property
     def base_dir(self) -> Path:
         return Path(self.config.source).parent if self.config.source else Path.cwd()
+
+
+def _listing_changed(old: Sequence[types.Tool], new: Sequence[types.Tool]) -> bool:
+    """Whether a client would notice the listing changed. Entries the catalog cache reused hold the
+    very same tool objects, so only the tools that are new objects are compared by content."""
+    if len(old) != len(new):
+        return True
+    return any(a is not b and listing_key([a]) != listing_key([b]) for a, b in zip(old, new, strict=True))
 
 
 def _with_grants(credentials: OAuthBackends, other: BackendResolver | None) -> BackendResolver:

@@ -145,6 +145,7 @@ class Catalog:
         """Backends the config turns off (their tools are unknown, and the error says why)."""
         self.federated: frozenset[str] = frozenset()
         """Federated namespaces the config declares (their tools exist while a client serves them)."""
+        self._cache: CatalogCache | None = None
 
     # -- lookups -----------------------------------------------------------
 
@@ -252,13 +253,17 @@ class Catalog:
         definitions: Sequence[Any] = (),
         *,
         owners: Mapping[str, str | None] | None = None,
+        cache: CatalogCache | None = None,
     ) -> Catalog:
         """Assemble a snapshot from connected backends and composite definitions.
 
         `owners` maps a definition's name to the tenant that owns it (API-defined
-        composites); definitions not named there are shared.
+        composites); definitions not named there are shared. `cache`: what earlier builds derived
+        (each backend's entries, each composite built), reused where nothing it depends on changed;
+        the snapshot is the same with or without it.
         """
         catalog = cls(config.gateway.separator)
+        catalog._cache = cache
         catalog.max_name_length = config.gateway.max_name_length
         catalog.backends = {backend.name: backend for backend in backends}
         catalog.disabled = frozenset(b.name for b in config.backends if not b.enabled)
@@ -267,6 +272,7 @@ class Catalog:
             catalog._add_backend(backend)
         catalog._add_composites(definitions, owners or {}, config.policy.api_composites_call_hidden)
         catalog._finish(config)
+        catalog._cache = None
         return catalog
 
     def seen_by(self, owner: str | None, *, call_hidden: bool = False) -> ToolResolver:
@@ -274,35 +280,17 @@ class Catalog:
         return DefinerView(self, owner, call_hidden)
 
     def _add_backend(self, backend: Backend) -> None:
-        config = backend.config
-        expose, hide = PatternSet(config.expose), PatternSet(config.hide)
-        for tool in backend.tools:
-            hidden = _filtered(tool, config, expose, hide)
-            override = config.tools.get(tool.name)
-            base_name = self._exposed_name(config, tool.name)
-            names = [override.name] if override and override.name else []
-            if not names or (override and override.keep_original):
-                names.append(self._fitted(config, tool.name, base_name))
-            listed_tool = tool
-            if override and override.description is not None:
-                listed_tool = tool.model_copy(update={"description": override.description})
+        cache = self._cache
+        derived = cache.backend_rows(backend, self) if cache is not None else None
+        if derived is None:
+            derived = self._backend_rows(backend)
+            if cache is not None:
+                cache.keep_backend_rows(backend, derived)
+        self.warnings.extend(derived.warnings)
+        for tool_name, entries in derived.rows:
             created: list[Entry] = []
-            for name in names:
-                entry = Entry(
-                    name=name,
-                    tool=listed_tool.model_copy(update={"name": name}),
-                    backend=backend,
-                    backend_tool=tool.name,
-                    hidden=hidden,
-                    filtered=hidden,
-                    tool_class=_tool_class(tool, config, override),
-                    timeout=override.timeout if override and override.timeout is not None else None,
-                    max_concurrency=override.max_concurrency if override else None,
-                    secrets=secret_fields(tool.input_schema),
-                    owner=backend.owner,
-                    tags=frozenset(override.tags) if override else frozenset(),
-                )
-                if self._insert(entry, f"backend {backend.name!r} tool {tool.name!r}"):
+            for entry in entries:
+                if self._insert(entry, f"backend {backend.name!r} tool {tool_name!r}"):
                     created.append(entry)
                 else:
                     created.append(replace(entry, hidden=True))  # lost a name conflict: not listed
@@ -311,8 +299,9 @@ class Catalog:
                 (e for e in created if self.entries.get(e.name) is e), created[-1] if created else None
             )
             if target is not None:
-                for reference in (f"{backend.name}/{tool.name}", f"{backend.name}.{tool.name}"):
+                for reference in (f"{backend.name}/{tool_name}", f"{backend.name}.{tool_name}"):
                     self.by_reference.setdefault(reference, target)
+        config = backend.config
         if backend.status == "connected":  # a per-tool setting for a tool the backend lacks is a typo
             known = [tool.name for tool in backend.tools]
             for name in config.tools:
@@ -324,15 +313,61 @@ class Catalog:
                         )
                     )
 
+    def _backend_rows(self, backend: Backend) -> BackendRows:
+        """The entries of each of `backend`'s tools, before any name conflict with other tools: what
+        depends on this backend alone (filters, aliases, copies under the exposed names, secrets)."""
+        config = backend.config
+        expose, hide = PatternSet(config.expose), PatternSet(config.hide)
+        rows: list[tuple[str, list[Entry]]] = []
+        warnings: list[CatalogIssue] = []
+        for tool in backend.tools:
+            hidden = _filtered(tool, config, expose, hide)
+            override = config.tools.get(tool.name)
+            base_name = self._exposed_name(config, tool.name)
+            names = [override.name] if override and override.name else []
+            if not names or (override and override.keep_original):
+                names.append(self._fitted(config, tool.name, base_name, warnings))
+            listed_tool = tool
+            if override and override.description is not None:
+                listed_tool = tool.model_copy(update={"description": override.description})
+            secrets = secret_fields(tool.input_schema)
+            entries = [
+                Entry(
+                    name=name,
+                    tool=listed_tool.model_copy(update={"name": name}),
+                    backend=backend,
+                    backend_tool=tool.name,
+                    hidden=hidden,
+                    filtered=hidden,
+                    tool_class=_tool_class(tool, config, override),
+                    timeout=override.timeout if override and override.timeout is not None else None,
+                    max_concurrency=override.max_concurrency if override else None,
+                    secrets=secrets,
+                    owner=backend.owner,
+                    tags=frozenset(override.tags) if override else frozenset(),
+                )
+                for name in names
+            ]
+            rows.append((tool.name, entries))
+        return BackendRows(
+            backend=backend,
+            tools=tuple(backend.tools),
+            config=config,
+            owner=backend.owner,
+            shape=(self.separator, self.max_name_length),
+            rows=rows,
+            warnings=warnings,
+        )
+
     def _exposed_name(self, config: BackendConfig, tool_name: str) -> str:
         return f"{config.name}{self.separator}{tool_name}" if config.namespace else tool_name
 
-    def _fitted(self, config: BackendConfig, tool_name: str, name: str) -> str:
+    def _fitted(self, config: BackendConfig, tool_name: str, name: str, warnings: list[CatalogIssue]) -> str:
         """`name` shortened to `gateway.max_name_length`, with a warning: clients forward names to LLM
         APIs that refuse longer ones (OpenAI: 64)."""
         short = shortened(name, self.max_name_length)
         if short != name:
-            self.warnings.append(
+            warnings.append(
                 CatalogIssue(
                     config.name,
                     Problem(
@@ -402,20 +437,44 @@ class Catalog:
             self._degrade(definition.name, [Problem("", problem)])
 
     def _build_one(self, definition: Any, owner: str | None, resolver: ToolResolver) -> None:
+        cache = self._cache
+        inputs = self._build_inputs(definition, owner, resolver) if cache is not None else None
+        entry = cache.composite(definition, inputs) if cache is not None and inputs is not None else None
+        if entry is None:
+            entry = self._built(definition, owner, resolver)
+            if entry is None:
+                return
+            if cache is not None and inputs is not None:
+                cache.keep_composite(definition, inputs, entry)
+        if self._insert(entry, f"composite tool {entry.name!r}"):
+            assert entry.composite is not None
+            for reference in entry.composite.references:
+                target = self.lookup(reference)
+                self.used_in.setdefault(target.name if target else reference, []).append(entry.name)
+
+    def _build_inputs(self, definition: Any, owner: str | None, resolver: ToolResolver) -> tuple[Any, ...]:
+        """Everything a composite's build reads from the catalog: whose view (owner, API or config
+        file, hidden tools callable) and the entry each tool it calls resolves to now. Entries are
+        immutable and reused from build to build, so the same entries mean the same composite."""
+        view = (owner, resolver._call_hidden) if isinstance(resolver, DefinerView) else ("config file",)
+        return (*view, *(self.lookup(ref.tool) for ref in tool_references(definition)))
+
+    def _built(self, definition: Any, owner: str | None, resolver: ToolResolver) -> Entry | None:
+        """The entry of a newly built composite; None when it could not be built (degraded)."""
         hidden = _filtered_references(definition, resolver)
         if hidden:
             self._degrade(definition.name, hidden)
-            return
+            return None
         try:
             composite = composites.build_composite(definition, resolver)
         except BuildError as error:
             self._degrade(definition.name, error.issues)
-            return
+            return None
         except Exception as error:
             logger.exception("building composite %s failed", definition.name)
             self._degrade(definition.name, [Problem("", f"cannot build: {error}")])
-            return
-        entry = Entry(
+            return None
+        return Entry(
             name=composite.name,
             tool=composite.tool,
             composite=composite,
@@ -423,10 +482,6 @@ class Catalog:
             secrets=secret_fields(composite.tool.input_schema),
             owner=owner,
         )
-        if self._insert(entry, f"composite tool {composite.name!r}"):
-            for reference in composite.references:
-                target = self.lookup(reference)
-                self.used_in.setdefault(target.name if target else reference, []).append(composite.name)
 
     def _degrade(self, name: str, problems: list[Problem]) -> None:
         problems = [self._explained(problem) for problem in problems]
@@ -474,6 +529,100 @@ class Catalog:
             keywords = tuple(override.keywords) if override else ()
             documents.append(SearchDocument(entry.tool, texts[backend.name], keywords))
         return documents
+
+
+@dataclass(slots=True, eq=False)
+class BackendRows:
+    """What `Catalog._backend_rows` derived from one backend: reused while the backend, its tool
+    objects, its config and its owner are the same (a backend's tool list is replaced, never
+    changed in place, when its tools change)."""
+
+    backend: Backend
+    tools: tuple[types.Tool, ...]
+    config: BackendConfig
+    owner: str | None
+    shape: tuple[str, int]
+    """The catalog's separator and `max_name_length`, which the exposed names depend on."""
+    rows: list[tuple[str, list[Entry]]]
+    """(the backend's name for a tool, its entries under each exposed name)."""
+    warnings: list[CatalogIssue]
+
+    def fits(self, backend: Backend, catalog: Catalog) -> bool:
+        tools = backend.tools
+        return (
+            self.backend is backend
+            and self.config is backend.config
+            and self.owner == backend.owner
+            and self.shape == (catalog.separator, catalog.max_name_length)
+            and len(self.tools) == len(tools)
+            and all(a is b for a, b in zip(self.tools, tools, strict=True))
+        )
+
+
+@dataclass(slots=True, eq=False)
+class _BuiltComposite:
+    definition: Any
+    inputs: tuple[Any, ...]
+    entry: Entry
+
+    def fits(self, definition: Any, inputs: tuple[Any, ...]) -> bool:
+        return (
+            self.definition is definition
+            and len(self.inputs) == len(inputs)
+            and all(
+                a is b or (isinstance(a, str | None) and a == b)
+                for a, b in zip(self.inputs, inputs, strict=True)
+            )
+        )
+
+
+class CatalogCache:
+    """What catalog builds derived, for the next build to reuse: one gateway's, across its rebuilds.
+
+    A registration, a disconnect or a stored definition changes one backend or one composite, but
+    a full build redoes every backend's entries (copies under exposed names, secret fields) and
+    every composite (its plan, its schemas) — a cost growing with every tenant's tools, paid on the
+    event loop. With the cache a build replays the unchanged backends' entries and the unchanged
+    composites (the same `Entry` objects, so their compiled argument validators are kept too), and
+    derives only what changed. Name conflicts, references and listings are resolved afresh each
+    build, in the same order, so a snapshot is exactly what a build without the cache makes.
+    `start`/`finish` around a gateway's own build forget what it no longer used.
+    """
+
+    def __init__(self) -> None:
+        self._backends: dict[int, BackendRows] = {}
+        self._composites: dict[int, _BuiltComposite] = {}
+        self._used: set[int] = set()
+
+    def start(self) -> None:
+        self._used = set()
+
+    def finish(self) -> None:
+        """Forget what the build since `start` did not use (backends gone, definitions removed)."""
+        self._backends = {key: rows for key, rows in self._backends.items() if key in self._used}
+        self._composites = {key: built for key, built in self._composites.items() if key in self._used}
+
+    def backend_rows(self, backend: Backend, catalog: Catalog) -> BackendRows | None:
+        found = self._backends.get(id(backend))
+        if found is None or not found.fits(backend, catalog):
+            return None
+        self._used.add(id(backend))
+        return found
+
+    def keep_backend_rows(self, backend: Backend, rows: BackendRows) -> None:
+        self._backends[id(backend)] = rows
+        self._used.add(id(backend))
+
+    def composite(self, definition: Any, inputs: tuple[Any, ...]) -> Entry | None:
+        found = self._composites.get(id(definition))
+        if found is None or not found.fits(definition, inputs):
+            return None
+        self._used.add(id(definition))
+        return found.entry
+
+    def keep_composite(self, definition: Any, inputs: tuple[Any, ...], entry: Entry) -> None:
+        self._composites[id(definition)] = _BuiltComposite(definition, inputs, entry)
+        self._used.add(id(definition))
 
 
 class DefinerView:

@@ -463,7 +463,9 @@ class DefinitionService:
         gateway = self.gateway
         definitions = [*gateway.config.composite_tools, *(known.model for known in others), model]
         backends = [*gateway.backends.values(), *gateway.federation.backends()]  # as `Gateway.rebuild`
-        trial = Catalog.build(gateway.config, backends, definitions, owners=owners)
+        trial = Catalog.build(
+            gateway.config, backends, definitions, owners=owners, cache=gateway.catalog_cache
+        )
         problems = [problem.under("definition") for problem in trial.degraded.get(name, [])]
         problems += [
             Problem("definition", i.message) for i in trial.issues if i.subject == name and not problems
