@@ -412,24 +412,29 @@ async def test_a_client_id_metadata_document_is_a_client(
 
     document: dict[str, Any] = {}
     documents = Starlette(routes=[Route("/client.json", lambda _r: JSONResponse(document))])
-    api = await sqlite_app(proxy_config(idp, port, allow_http_client_metadata=True), require_auth=True)
+    config = proxy_config(idp, port, allow_http_client_metadata=True, registrations_per_minute=1)
+    api = await sqlite_app(config, require_auth=True)
     app = api.app
     await api.runtime.close()
     async with serve_asgi(documents) as doc_base, serve_asgi(app, port=port) as base:
         url = f"{doc_base}/client.json"
-        document.update(client_id=url, client_name="Doc Client", redirect_uris=[CLIENT_REDIRECT])
         async with httpx.AsyncClient(base_url=base) as http:
+            # a document that does not name itself is no client
+            document.update(
+                client_id="https://elsewhere.example/client.json", redirect_uris=[CLIENT_REDIRECT]
+            )
+            page = await http.get(Flow(base, http, url).authorize_url(_pkce()[1]))
+            assert page.status_code == 400 and "does not name itself" in page.text
+            document.update(client_id=url, client_name="Doc Client")
             flow = Flow(base, http, url)
             code, verifier = await flow.code()
             redeemed = await flow.redeem(code, verifier)
             assert redeemed.status_code == 200, redeemed.text
             assert (await _list(http, redeemed.json()["access_token"])).status_code == 200
-            # a document that does not name itself is no client
-            document["client_id"] = "https://elsewhere.example/client.json"
-            async with httpx.AsyncClient(base_url=base) as fresh:
-                other = Flow(base, fresh, f"{doc_base}/client.json?v=2")
-                page = await fresh.get(other.authorize_url(_pkce()[1]))
-                assert page.status_code == 400 and "does not name itself" in page.text
+            # new documents count with registrations: the next one within the minute waits
+            document["client_id"] = f"{url}?v=2"
+            page = await http.get(Flow(base, http, f"{url}?v=2").authorize_url(_pkce()[1]))
+            assert page.status_code == 429 and "too many new clients" in page.text
 
 
 async def test_the_metadata_is_rfc_8414_and_the_proxy_is_off_by_default(sqlite_app: AppFactory) -> None:

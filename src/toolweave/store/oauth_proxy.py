@@ -82,7 +82,8 @@ class OAuthProxyRepository:
         return ProxyClient(row.client_id, row.secret_hash, dict(row.client), row.source, row.expires_at)
 
     async def client_counts(self, since: float) -> tuple[int, int]:
-        """(clients held, clients registered since `since`), after dropping expired metadata documents."""
+        """(clients held, clients registered or fetched since `since`), after dropping expired
+        metadata documents."""
         async with self._db.write() as conn:
             await conn.execute(
                 delete(oauth_proxy_clients).where(oauth_proxy_clients.c.expires_at < time.time())
@@ -93,7 +94,7 @@ class OAuthProxyRepository:
                 await conn.execute(
                     select(func.count())
                     .select_from(oauth_proxy_clients)
-                    .where(oauth_proxy_clients.c.created_at >= since, oauth_proxy_clients.c.source == "dcr")
+                    .where(oauth_proxy_clients.c.created_at >= since)
                 )
             ).scalar_one()
         return int(held), int(recent)

@@ -6,12 +6,14 @@ secret at the token endpoint, and redirect URIs that are absolute, fragment-free
 https, http on a loopback host (native apps, RFC 8252 §7.3), or a private-use scheme (§7.1).
 Registrations are bounded: `max_clients` held and `registrations_per_minute` accepted across the
 replicas. A client ID metadata document is fetched (https only, no redirects, 5 s, 16 KiB, not
-from a loopback or private address) the first time its URL is used as a `client_id`, must name
-that URL as its `client_id`, and is kept an hour.
+from a loopback or private address, `FETCHES_AT_ONCE` at a time, counted with registrations) the
+first time its URL is used as a `client_id`, must name that URL as its `client_id`, and is kept
+an hour.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import secrets
 import time
@@ -38,6 +40,8 @@ GRANT_TYPES = ("authorization_code", "refresh_token")
 MAX_REDIRECT_URIS = 10
 MAX_URI_CHARS = 2000
 MAX_DOCUMENT_BYTES = 16 * 1024
+FETCHES_AT_ONCE = 4
+"""Client metadata documents fetched at once; an authorization request past it is refused (429)."""
 DOCUMENT_SECONDS = 3600.0
 """How long a fetched client metadata document is used before it is fetched again."""
 FORBIDDEN_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"})
@@ -119,6 +123,7 @@ class Clients:
         self.config = config
         self._repository = repository
         self._http = httpx.AsyncClient(follow_redirects=False)
+        self._fetching = asyncio.Semaphore(FETCHES_AT_ONCE)
 
     @property
     def repository(self) -> OAuthProxyRepository:
@@ -172,8 +177,12 @@ class Clients:
         host = urlsplit(url).hostname or ""
         if not self.config.allow_http_client_metadata and _private(host):
             raise fail(InvalidClient, f"the client metadata document {url} is on a private address")
+        held, recent = await self.repository.client_counts(time.time() - 60)
+        if recent >= self.config.registrations_per_minute or self._fetching.locked():
+            raise fail(TemporarilyUnavailable, "too many new clients at once; retry in a minute")
         try:
-            document = await fetch_json(self._http, "GET", url, max_bytes=MAX_DOCUMENT_BYTES)
+            async with self._fetching:
+                document = await fetch_json(self._http, "GET", url, max_bytes=MAX_DOCUMENT_BYTES)
         except IssuerUnavailable as error:
             raise fail(InvalidClient, f"the client metadata document cannot be fetched: {error}") from None
         if document.get("client_id") != url:
@@ -183,7 +192,6 @@ class Clients:
         metadata = client_metadata({"token_endpoint_auth_method": "none", **document})
         if metadata["token_endpoint_auth_method"] != "none":
             raise fail(InvalidClient, "a client metadata document client authenticates with 'none' here")
-        held, _recent = await self.repository.client_counts(time.time() - 60)
         if held >= self.config.max_clients:
             raise fail(
                 TemporarilyUnavailable,

@@ -301,7 +301,7 @@ class AuthorizeFlow:
 
     def problem(self, error: OAuth2Error) -> Response:
         page = PROBLEM.render(error=error.error, description=error.description or "")
-        return HTMLResponse(page, status_code=400, headers=_PAGE_HEADERS)
+        return HTMLResponse(page, status_code=error.status_code or 400, headers=_PAGE_HEADERS)
 
     def _cookie(self, response: Response, request: Request, value: str) -> None:
         response.set_cookie(
