@@ -26,7 +26,7 @@ from toolweave.catalog.catalog import Catalog, CatalogCache
 from toolweave.catalog.semantic import SemanticRanker, VectorStore
 from toolweave.catalog.servers import listing_key
 from toolweave.config.loader import load_config
-from toolweave.config.models import Config
+from toolweave.config.models import BackendConfig, Config
 from toolweave.executor import (
     Admission,
     BackendResolver,
@@ -188,6 +188,19 @@ class Gateway:
             timeout = self.config.gateway.startup_timeout
             await asyncio.gather(*(b.wait_ready(timeout) for b in self.backends.values()))
         self._started = True
+        self.rebuild()
+
+    async def put_backend(self, config: BackendConfig) -> None:
+        """Start a backend added while serving (the web UI's), or restart one with a new definition:
+        the old connection (a stdio child) is stopped first, the catalog is rebuilt as it connects.
+        Its first connection is not waited for: its status says how it goes."""
+        old = self.backends.pop(config.name, None)
+        if old is not None:
+            await old.stop()
+        backend = create_backend(config, errlog=self._errlog, base_dir=self.base_dir)
+        backend.on_change(lambda _b: self.schedule_rebuild())
+        self.backends[backend.name] = backend
+        await backend.start()
         self.rebuild()
 
     def backends_starting(self) -> bool:

@@ -56,6 +56,8 @@ UI_CHANGES: dict[tuple[str, str], str] = {
     ("POST", "/calls/{call_id}/cancel"): "call.cancelled",
     ("POST", "/runs/{run_id}/resume"): "run.resumed",
     ("POST", "/backends/{name}/reconnect"): "backend.reconnected",
+    ("POST", "/backends/new"): "backend.created",
+    ("POST", "/backends/{name}/edit"): "backend.updated",
 }
 UI_NOT_EXERCISED = {
     (
@@ -373,6 +375,14 @@ async def _one_each_ui(api: ApiApp, client: httpx.AsyncClient) -> list[tuple[str
     run_id = await leave_interrupted(api.url, None)
     await post(("POST", "/runs/{run_id}/resume"), f"/runs/{run_id}/resume", {})
     await post(("POST", "/backends/{name}/reconnect"), "/backends/py/reconnect", {})
+    added = {
+        "name": "later",
+        "transport": "http",
+        "url": "http://127.0.0.1:9/mcp",
+        "headers": "X-Key: ui-secret-2",
+    }
+    await post(("POST", "/backends/new"), "/backends/new", added)
+    await post(("POST", "/backends/{name}/edit"), "/backends/later/edit", {**added, "headers": "X-Key"})
     return done
 
 

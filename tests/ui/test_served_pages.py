@@ -84,3 +84,15 @@ async def test_reading_and_previewing_need_the_call_scope(server: UiServer, brow
     await page.locator("#prompts a").first.click()
     await expect(page.locator("#prompt-form")).to_have_count(0)
     await page.context.close()
+
+
+async def test_only_the_operator_adds_backends(server: UiServer, browser: Any) -> None:
+    """Backends are shared by every tenant: a tenant's admin key may not add or change one."""
+    page = await logged_in(browser, server)
+    await page.goto(f"{server.url}/backends")
+    await expect(page.locator("#backends")).to_contain_text("ts")
+    await expect(page.locator("#add-backend")).to_have_count(0)
+    response = await page.goto(f"{server.url}/backends/new")
+    assert response is not None and response.status == 403
+    await expect(page.locator("main")).to_contain_text("only the operator")
+    await page.context.close()

@@ -39,6 +39,7 @@ from toolweave.services.event_relay import EventRelay
 from toolweave.services.events import EventStream
 from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
+from toolweave.services.managed_backends import ManagedBackends
 from toolweave.services.metrics import Metrics
 from toolweave.services.stats import ToolStats
 from toolweave.services.takeover import RunTakeover
@@ -59,6 +60,7 @@ from toolweave.store import (
     TooSoon,
 )
 from toolweave.store.gateway_lock import GatewayLock
+from toolweave.store.managed_backends import ManagedBackendRepository
 from toolweave.store.stats import StatsRepository
 from toolweave.telemetry import Tracing
 
@@ -145,6 +147,8 @@ class ServerRuntime:
             call_rates=self.call_rates,
             tracer=self.tracing,
         )
+        self.managed_backends = ManagedBackends(self.gateway, ManagedBackendRepository(self.db))
+        """Backends the operator added in the web UI (stored encrypted, started with the gateway)."""
         self.takeover = RunTakeover(self.gateway, self.runs, self.events.publish, self.metrics.instance)
         """Resumes the runs of gateways whose lease lapsed (`services.takeover`)."""
         self.definitions: DefinitionService | None = None
@@ -172,6 +176,7 @@ class ServerRuntime:
         await self.runs.start()
         self.stats.start()
         await self.gateway.start(wait=self.wait_for_backends)
+        await self.managed_backends.start()
         self.definitions = DefinitionService(self.gateway, self.composites, self.tenants)
         await self.definitions.load()
         try:

@@ -355,3 +355,15 @@ oauth_proxy_keys = Table(
 )
 """The gateway's token signing keys (private JWKs, encrypted like connection secrets); one current,
 retired ones are no longer trusted."""
+
+managed_backends = Table(
+    "managed_backends",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("transport", String(16), nullable=False),
+    Column("entry", LargeBinary, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""Backends added in the web UI by the operator: the `[[backends]]` entry, encrypted whole (its
+environment, headers and auth hold secrets), started beside the config file's at every start."""

@@ -15,6 +15,7 @@ from starlette.staticfiles import StaticFiles
 from toolweave.server.ui.admin_pages import AdminPages
 from toolweave.server.ui.app import ADMIN, CALL, PUBLIC, UiApp
 from toolweave.server.ui.audit_pages import AuditPages
+from toolweave.server.ui.backend_pages import BackendPages
 from toolweave.server.ui.builder_pages import BuilderPages
 from toolweave.server.ui.dashboard_pages import DashboardPages
 from toolweave.server.ui.describe_pages import DescribePages
@@ -60,7 +61,12 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
     ui.sso_buttons = sso.buttons()
     servers = ServerPages(ui)
     served = ResourcePages(ui)
+    added = BackendPages(ui)
     routes += [
+        Route("/backends/new", ui.page(added.new, scope=ADMIN), methods=["GET"]),
+        Route("/backends/new", ui.page(added.create, scope=ADMIN), methods=["POST"]),
+        Route("/backends/{name}/edit", ui.page(added.edit, scope=ADMIN), methods=["GET"]),
+        Route("/backends/{name}/edit", ui.page(added.update, scope=ADMIN), methods=["POST"]),
         Route("/resources", ui.page(served.resources), methods=["GET"]),
         Route("/prompts", ui.page(served.prompts), methods=["GET"]),
         Route("/prompts/{name:path}", ui.page(served.prompt), methods=["GET"]),

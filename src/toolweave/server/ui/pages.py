@@ -228,6 +228,8 @@ class Pages:
             may_reconnect=may_reconnect,
             busy=any(b["status"] in BUSY for b in described),
             notice=notice,
+            may_add=ctx.may(ADMIN) and tenant is None,
+            managed=rt.managed_backends.managed if ctx.may(ADMIN) and tenant is None else set(),
         )
 
     async def reconnect(self, ctx: PageContext) -> Response:
