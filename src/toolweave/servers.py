@@ -38,11 +38,15 @@ Listener = Callable[[], None]
 class VirtualServer:
     """One virtual server: its definition, its current view and who listens for its changes."""
 
-    def __init__(self, config: ServerConfig, gateway: Any, *, owner: str | None = None) -> None:
+    def __init__(
+        self, config: ServerConfig, gateway: Any, *, owner: str | None = None, source: str = "file"
+    ) -> None:
         self.config = config
         self.name = config.name
         self.owner = owner
-        """The tenant that defined it through the API (None: the config file's, or shared)."""
+        """The tenant that defined it through the API (None: the config file's, or the operator's)."""
+        self.source = source
+        """`file` (`[[servers]]`, read-only through the API) or `api` (`/api/v1/servers`)."""
         self.gateway = gateway
         self.selection = Selection(config)
         self.search = (config.tool_exposure or gateway.config.gateway.tool_exposure) == "search"
@@ -118,10 +122,12 @@ class VirtualServer:
         """Whether `session` may use this server: any of `access`'s tenants, scopes or claims admits;
         an empty `access` admits everyone who may use `/mcp`; the local operator (auth off) always."""
         access = self.config.access
-        if access.open or session.label == "local":
+        if session.label == "local":
             return True
         if self.owner is not None and session.tenant != self.owner:
-            return False
+            return False  # a tenant's own server, whatever its `access` says
+        if access.open:
+            return True
         if session.tenant is not None and session.tenant in access.tenants:
             return True
         if not session.scopes.isdisjoint(access.scopes):
@@ -208,16 +214,29 @@ class VirtualServers:
     def get(self, name: str) -> VirtualServer | None:
         return self.by_name.get(name)
 
-    def define(self, servers: Sequence[tuple[ServerConfig, str | None]]) -> None:
-        """Replace the set of servers (config file's and API-defined, with their owner tenants);
-        a server whose definition did not change keeps its object (and its MCP clients)."""
+    def define(
+        self,
+        servers: Sequence[tuple[ServerConfig, str | None]],
+        api: Sequence[tuple[ServerConfig, str | None]] = (),
+    ) -> None:
+        """Replace the set of servers: the config file's (`servers`) and the API's (`api`), each with
+        its owner tenant; a server whose definition did not change keeps its object (and its MCP
+        clients). A name the file defines is never taken by the API's (the service refuses it)."""
         kept: dict[str, VirtualServer] = {}
-        for config, owner in servers:
-            current = self.by_name.get(config.name)
-            if current is not None and current.config == config and current.owner == owner:
-                kept[config.name] = current
-            else:
-                kept[config.name] = VirtualServer(config, self._gateway, owner=owner)
+        for source, defined in (("file", servers), ("api", api)):
+            for config, owner in defined:
+                if config.name in kept:
+                    continue
+                current = self.by_name.get(config.name)
+                if (
+                    current is not None
+                    and current.config == config
+                    and current.owner == owner
+                    and current.source == source
+                ):
+                    kept[config.name] = current
+                else:
+                    kept[config.name] = VirtualServer(config, self._gateway, owner=owner, source=source)
         self.by_name = kept
         if self._catalog is not None:
             self.rebuild(self._catalog, force=True)

@@ -110,7 +110,7 @@ def test_stateful_sequences_keep_every_answer_documented(fuzzed_api: Any) -> Non
 
     Machine.run(
         settings=settings(
-            max_examples=8 if not fuzzed_api.app.state.runtime.require_auth else 2,
+            max_examples=10 if not fuzzed_api.app.state.runtime.require_auth else 2,
             stateful_step_count=6,
             deadline=None,
             suppress_health_check=list(HealthCheck),

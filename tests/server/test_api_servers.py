@@ -114,3 +114,154 @@ async def test_used_in_names_only_the_servers_the_caller_may_use(sqlite_app: App
         listed = (await b.get(f"{API}/composite-tools")).json()["compositeTools"]
         assert [c["servers"] for c in listed if c["name"] == "greeter"] == [["open"]]
         assert (await a.get(f"{API}/composite-tools/greeter")).json()["servers"] == ["open", "alices-greeter"]
+
+
+ADMIN = "tools:admin"
+MODES = ["legacy", "auto"]
+"""2025-11-25 (a session) and 2026-07-28 (sessionless)."""
+
+
+async def test_a_server_defined_through_rest_is_served_versioned_and_audited(sqlite_app: AppFactory) -> None:
+    from toolweave.store import ALL_TENANTS
+
+    api = await sqlite_app(config(), require_auth=True)
+    alice = await api.key("alice", READ, CALL, ADMIN)
+    bob = await api.key("bob", READ, CALL, ADMIN)
+    desk = {
+        "name": "alice-desk",
+        "title": "Alice's desk",
+        "instructions": "Greet people.",
+        "tools": ["py__greet", "greeter"],
+    }
+    async with api.client(alice) as a, api.client(bob) as b:
+        made = await a.post(f"{API}/servers", json={"definition": desk, "note": "first"})
+        assert made.status_code == 201, made.text
+        body = made.json()
+        assert made.headers["location"] == f"{API}/servers/alice-desk"
+        assert (body["source"], body["readOnly"], body["version"], body["tenant"]) == (
+            "api",
+            False,
+            1,
+            "alice",
+        )
+        assert sorted(t["name"] for t in body["tools"]) == ["greeter", "py__greet"]
+        assert "alice-desk" in [s["name"] for s in (await a.get(f"{API}/servers")).json()["servers"]]
+        assert "alice-desk" not in [s["name"] for s in (await b.get(f"{API}/servers")).json()["servers"]]
+        assert (await b.get(f"{API}/servers/alice-desk")).status_code == 404
+        assert (
+            await b.patch(f"{API}/servers/alice-desk", json={"definition": {"title": "x"}})
+        ).status_code == 404
+        assert (await b.delete(f"{API}/servers/alice-desk")).status_code == 404
+        tools = {t["name"]: t for t in (await a.get(f"{API}/ai-tools")).json()["tools"]}
+        assert "alice-desk" in tools["py__greet"]["servers"]
+        tools = {t["name"]: t for t in (await b.get(f"{API}/ai-tools")).json()["tools"]}
+        assert "alice-desk" not in tools["py__greet"]["servers"]
+
+        edited = await a.patch(
+            f"{API}/servers/alice-desk",
+            json={"definition": {"tools": ["py__greet", "py__multiply"]}, "expectedVersion": 1},
+        )
+        assert edited.status_code == 200, edited.text
+        assert edited.json()["version"] == 2
+        assert sorted(t["name"] for t in edited.json()["tools"]) == ["py__greet", "py__multiply"]
+        stale = await a.patch(
+            f"{API}/servers/alice-desk", json={"definition": {"title": "old"}, "expectedVersion": 1}
+        )
+        assert stale.status_code == 409 and "at version 2, not 1" in stale.json()["error"]["message"]
+        versions = (await a.get(f"{API}/servers/alice-desk/versions")).json()["versions"]
+        assert [(v["version"], v["note"], v["definition"]["tools"]) for v in versions] == [
+            (1, "first", ["py__greet", "greeter"]),
+            (2, None, ["py__greet", "py__multiply"]),
+        ]
+        read_only = await a.patch(f"{API}/servers/open", json={"definition": {"title": "x"}})
+        assert read_only.status_code == 409 and read_only.json()["error"]["code"] == "read_only"
+        assert (await a.delete(f"{API}/servers/open")).status_code == 409
+
+    app = api.app
+    await api.runtime.close()  # served again below by uvicorn with the lifespan
+    async with serve_asgi(app) as base:
+
+        async def session_of(key: str, mode: str) -> Client:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+            return Client(
+                streamable_http_client(f"{base}/servers/alice-desk/mcp", http_client=http), mode=mode
+            )
+
+        for mode in MODES:
+            async with await session_of(alice, mode) as client:
+                assert client.server_info is not None and client.server_info.title == "Alice's desk"
+                assert client.instructions == "Greet people."
+                assert sorted(names((await client.list_tools()).tools)) == ["py__greet", "py__multiply"]
+                assert not (await client.call_tool("py__multiply", {"a": 2, "b": 3})).is_error
+        async with httpx.AsyncClient() as raw:
+            refused = await raw.post(
+                f"{base}/servers/alice-desk/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Authorization": f"Bearer {bob}"},
+            )
+            assert refused.status_code == 404  # another tenant's server: not even there
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {alice}"}) as a:
+            assert (await a.delete(f"{base}{API}/servers/alice-desk")).status_code == 204
+            gone = await a.post(
+                f"{base}/servers/alice-desk/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            )
+            assert gone.status_code == 404
+            again = await a.post(f"{base}{API}/servers", json={"definition": desk})  # the name is free again
+            assert again.status_code == 201 and again.json()["version"] == 1
+        runtime = app.state.runtime
+        records = [r for r in await runtime.audit.list(ALL_TENANTS) if r.object_type == "server"]
+        assert [(r.action, r.tenant, r.version_before, r.version_after) for r in reversed(records)] == [
+            ("server.created", "alice", None, 1),
+            ("server.updated", "alice", 1, 2),
+            ("server.deleted", "alice", 2, None),
+            ("server.created", "alice", None, 1),
+        ]
+
+
+async def test_a_refused_server_names_every_problem_and_stores_nothing(sqlite_app: AppFactory) -> None:
+    api = await sqlite_app(config(), require_auth=True)
+    alice = await api.key("alice", READ, CALL, ADMIN)
+    async with api.client(alice) as a:
+        bad = {
+            "name": "Bad Name",
+            "tools": ["re:(unclosed"],
+            "tool_exposure": "sometimes",
+            "colour": "red",
+        }
+        refused = await a.post(f"{API}/servers", json={"definition": bad})
+        assert refused.status_code == 422, refused.text
+        paths = {p["path"] for p in refused.json()["error"]["problems"]}
+        assert {
+            "definition.name",
+            "definition.tools[0]",
+            "definition.tool_exposure",
+            "definition.colour",
+        } <= paths
+        wrong = {
+            "name": "typos",
+            "tools": ["py__gret", "greeter"],
+            "backends": ["pyy"],
+            "pinned": ["nowhere"],
+            "access": {"tenants": ["bob"]},
+        }
+        refused = await a.post(f"{API}/servers", json={"definition": wrong})
+        assert refused.status_code == 422, refused.text
+        found = {p["path"]: p["message"] for p in refused.json()["error"]["problems"]}
+        assert set(found) == {
+            "definition.tools[0]",
+            "definition.backends[0]",
+            "definition.pinned[0]",
+            "definition.access.tenants",
+        }, found
+        assert "py__greet" in found["definition.tools[0]"] and "'py'" in found["definition.backends[0]"]
+        clash = await a.post(f"{API}/servers", json={"definition": {"name": "open", "tools": ["greeter"]}})
+        assert clash.status_code == 409 and "config file" in clash.json()["error"]["message"]
+        assert [s["name"] for s in (await a.get(f"{API}/servers")).json()["servers"]] == ["open", "alices"]
+        made = await a.post(f"{API}/servers", json={"definition": {"name": "mine", "tools": ["greeter"]}})
+        assert made.status_code == 201
+        broken = await a.patch(f"{API}/servers/mine", json={"definition": {"tools": ["nothing_here"]}})
+        assert broken.status_code == 422
+        kept = (await a.get(f"{API}/servers/mine")).json()
+        assert kept["version"] == 1 and [t["name"] for t in kept["tools"]] == ["greeter"]
+    records = await api.runtime.audit.list("alice")
+    assert [r.action for r in records if r.object_type == "server"] == ["server.created"]

@@ -40,6 +40,9 @@ REST_CHANGES: dict[tuple[str, str], str] = {
     ("DELETE", "/api/v1/connections/{backend}"): "connection.deleted",
     ("POST", "/api/v1/runs/{id}/resume"): "run.resumed",
     ("POST", "/api/v1/backends/{name}/reconnect"): "backend.reconnected",
+    ("POST", "/api/v1/servers"): "server.created",
+    ("PATCH", "/api/v1/servers/{name}"): "server.updated",
+    ("DELETE", "/api/v1/servers/{name}"): "server.deleted",
 }
 REST_NOT_CHANGES = {
     ("POST", "/api/v1/tools/{name}/call"): "a call: its run record and trace say what happened",
@@ -187,6 +190,13 @@ async def _one_each_rest(
     run_id = await leave_interrupted(api.url, None)
     await step(("POST", "/api/v1/runs/{id}/resume"), client.post(f"/api/v1/runs/{run_id}/resume"))
     await step(("POST", "/api/v1/backends/{name}/reconnect"), client.post("/api/v1/backends/py/reconnect"))
+    desk = {"name": "desk", "tools": ["py__greet"]}
+    await step(("POST", "/api/v1/servers"), client.post("/api/v1/servers", json={"definition": desk}))
+    await step(
+        ("PATCH", "/api/v1/servers/{name}"),
+        client.patch("/api/v1/servers/desk", json={"definition": {"title": "Desk"}}),
+    )
+    await step(("DELETE", "/api/v1/servers/{name}"), client.delete("/api/v1/servers/desk"))
     return done
 
 

@@ -272,6 +272,31 @@ async def test_a_tenant_tool_created_on_a_stays_the_tenants_on_b(pg_url: str) ->
             assert theirs.status_code == 404
 
 
+async def test_a_server_defined_on_a_is_served_by_b(pg_url: str, transport: dict[str, Any]) -> None:
+    """A virtual server created, edited and deleted through A's REST API is served, changed and
+    dropped by B (through the transport under test; polling only in the poll case)."""
+    a = node_for(pg_url, transport)
+    b = node_for(pg_url, transport)
+    async with started(a), started(b), a.client() as api:
+        if transport["name"] != "poll_only":
+            await connected(a, b)
+
+        def on_b() -> list[str] | None:
+            server = b.gateway.servers.get("desk")
+            return None if server is None else names(server.list_tools())
+
+        desk = {"name": "desk", "tools": ["py__greet"]}
+        assert (await api.post(f"{API}/servers", json={"definition": desk})).status_code == 201
+        await eventually(lambda: _true(on_b() == ["py__greet"]), "B serves desk")
+        edit = {"definition": {"tools": ["py__multiply"]}}
+        assert (await api.patch(f"{API}/servers/desk", json=edit)).status_code == 200
+        await eventually(lambda: _true(on_b() == ["py__multiply"]), "B serves desk's new selection")
+        assert (await api.delete(f"{API}/servers/desk")).status_code == 204
+        await eventually(lambda: _true(on_b() is None), "B drops desk")
+        if transport["name"] != "poll_only":
+            assert b.feed.received_count >= 3 and b.feed.polls == 0  # events did it, not polling
+
+
 async def _true(value: bool) -> bool:
     return value
 

@@ -5,8 +5,8 @@ tenant's connection, it publishes a small `Change` (its kind and an id,
 tenant or backend: never a definition, a key or a secret). Every other
 gateway on the same database re-reads what changed from the database:
 
-- `definitions`: all stored definitions are read again and what is served
-  changes at once (`Gateway.set_definitions`, so MCP clients get
+- `definitions`: all stored definitions (composite tools and virtual servers)
+  are read again and what is served changes at once (`Gateway.set_definitions`, so MCP clients get
   `notifications/tools/list_changed`);
 - `key`: the revoked key is dropped from the verification cache, so its next
   request is checked against the database (and refused);
@@ -48,7 +48,7 @@ import orjson
 from sqlalchemy import func, select, text
 
 from toolweave.store import Database
-from toolweave.store.tables import api_keys, composite_tools, connections
+from toolweave.store.tables import api_keys, composite_tools, connections, virtual_servers
 
 logger = logging.getLogger("toolweave.sync")
 
@@ -548,7 +548,7 @@ class ChangeFeed:
         raises the revoked count, which never goes down. Connections: a put moves
         the latest `updated_at`, a delete the count.
         """
-        tools, keys, conns = composite_tools.c, api_keys.c, connections.c
+        tools, keys, conns, servers = composite_tools.c, api_keys.c, connections.c, virtual_servers.c
         parts = [
             select(func.count()).select_from(composite_tools),
             select(func.count(tools.deleted_at)),
@@ -559,11 +559,14 @@ class ChangeFeed:
             select(func.max(keys.created_at)),
             select(func.count()).select_from(connections),
             select(func.max(conns.updated_at)),
+            select(func.count()).select_from(virtual_servers),
+            select(func.count(servers.deleted_at)),
+            select(func.coalesce(func.sum(servers.version), 0)),
         ]
         query = select(*(part.scalar_subquery() for part in parts))
         async with self.db.read() as conn:
             row = tuple((await conn.execute(query)).one())
-        return _Marks(definitions=row[0:4], keys=row[4:7], connections=row[7:9])
+        return _Marks(definitions=(*row[0:4], *row[9:12]), keys=row[4:7], connections=row[7:9])
 
     async def _read_connections(self) -> dict[tuple[str | None, str], Any]:
         query = select(connections.c.tenant, connections.c.backend, connections.c.updated_at)

@@ -41,6 +41,7 @@ from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
 from toolweave.services.managed_backends import ManagedBackends
 from toolweave.services.metrics import Metrics
+from toolweave.services.servers import ServerService
 from toolweave.services.stats import ToolStats
 from toolweave.services.takeover import RunTakeover
 from toolweave.store import (
@@ -54,6 +55,7 @@ from toolweave.store import (
     NotFound,
     OAuthTokenRepository,
     PendingAuthorizations,
+    ServerRepository,
     SqlRunStore,
     SqlVectorStore,
     TenantRepository,
@@ -102,6 +104,7 @@ class ServerRuntime:
         self.db = database or Database.from_url(config.gateway.database)
         self.keys = KeyRepository(self.db)
         self.composites = CompositeRepository(self.db)
+        self.server_store = ServerRepository(self.db)
         self.connections = ConnectionRepository(self.db)
         self.tenants = TenantRepository(self.db)
         self.audit = AuditRepository(self.db)
@@ -152,6 +155,8 @@ class ServerRuntime:
         self.takeover = RunTakeover(self.gateway, self.runs, self.events.publish, self.metrics.instance)
         """Resumes the runs of gateways whose lease lapsed (`services.takeover`)."""
         self.definitions: DefinitionService | None = None
+        self.servers: ServerService | None = None
+        """Virtual servers defined through `/api/v1/servers` (services/servers.py), once started."""
         self.sync_mode: Mode = sync
         """`auto` (see `toolweave.services.change_feed`), `poll` (polling only) or `off`."""
         self.sync: ChangeFeed | None = None
@@ -179,6 +184,8 @@ class ServerRuntime:
         await self.managed_backends.start()
         self.definitions = DefinitionService(self.gateway, self.composites, self.tenants)
         await self.definitions.load()
+        self.servers = ServerService(self.gateway, self.server_store)
+        await self.servers.load()
         try:
             await self.connections.check_key()
         except Exception as error:  # noqa: BLE001 - reported now rather than at the first call; serving goes on
@@ -187,6 +194,7 @@ class ServerRuntime:
         if self.sync is not None:
             feed = self.sync
             self.definitions.on_change = lambda row: feed.definitions_changed(row.id)
+            self.servers.on_change = lambda row: feed.definitions_changed(row.id)
             await feed.start()
         elif not self.db.is_memory:
             self._revocation_watch = asyncio.get_running_loop().create_task(
@@ -260,6 +268,13 @@ class ServerRuntime:
         lock.acquire()
         self._gateway_lock = lock
 
+    async def _reload_definitions(self) -> None:
+        """Another gateway changed composite tools or virtual servers: read both again."""
+        if self.definitions is not None:
+            await self.definitions.reload()
+        if self.servers is not None:
+            await self.servers.reload()
+
     def _change_feed(self, definitions: DefinitionService) -> ChangeFeed | None:
         """The feed to the other gateways sharing the database, or None (SQLite without Redis, `off`)."""
         settings = self.config.gateway
@@ -267,7 +282,7 @@ class ServerRuntime:
             return None
         return ChangeFeed(
             self.db,
-            reload_definitions=definitions.reload,
+            reload_definitions=self._reload_definitions,
             forget_key=self._forget_key,
             forget_connection=self.tenant_backends.forget,
             redis_url=settings.redis_url,

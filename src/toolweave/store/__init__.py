@@ -29,6 +29,7 @@ from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository
 from toolweave.store.oauth_pending import PendingAuthorizations
 from toolweave.store.oauth_tokens import GrantSummary, OAuthTokenRepository
 from toolweave.store.runs import SqlRunStore
+from toolweave.store.servers import ServerRepository, ServerVersion, StoredServer
 from toolweave.store.tenants import TenantInfo, TenantRepository
 from toolweave.store.tool_vectors import SqlVectorStore
 
@@ -58,10 +59,13 @@ __all__ = [
     "SecretBox",
     "SecretDict",
     "SecretKeyError",
+    "ServerRepository",
+    "ServerVersion",
     "SqlRunStore",
     "SqlVectorStore",
     "StoreError",
     "StoredComposite",
+    "StoredServer",
     "TenantInfo",
     "TenantRepository",
     "TooSoon",

@@ -136,6 +136,37 @@ composite_tool_versions = Table(
     Column("created_at", UTCDateTime(), nullable=False),
 )
 
+virtual_servers = Table(
+    "virtual_servers",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    _tenant_fk(nullable=True),
+    Column("name", String(64), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Column("deleted_at", UTCDateTime(), nullable=True),
+)
+"""Virtual servers defined through the API (store/servers.py); a name is one URL path segment
+(`/servers/{name}/mcp`), so it is unique across tenants."""
+Index(
+    "uq_virtual_servers_name",
+    virtual_servers.c.name,
+    unique=True,
+    sqlite_where=text("deleted_at IS NULL"),
+    postgresql_where=text("deleted_at IS NULL"),
+)
+
+virtual_server_versions = Table(
+    "virtual_server_versions",
+    metadata,
+    Column("server_id", String(36), ForeignKey("virtual_servers.id", ondelete="CASCADE"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("definition", JsonType, nullable=False),
+    Column("note", Text, nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
 connections = Table(
     "connections",
     metadata,
