@@ -41,6 +41,7 @@ from support.results import names
 from support.serving import serve_asgi
 from toolweave.config.loader import parse_config
 from toolweave.identity.proxy import LIVE_SECONDS
+from toolweave.store.audit import ALL_TENANTS, AuditRepository
 from toolweave.store.tables import oauth_proxy_tokens
 from toolweave.store.tenants import TenantRepository
 
@@ -209,6 +210,18 @@ async def test_an_mcp_client_logs_in_through_the_proxy_and_can_refresh_and_revok
                 "/oauth/token", data={**form, "refresh_token": refreshed["refresh_token"]}
             )
             assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+        records = await AuditRepository(app.state.runtime.db).list(ALL_TENANTS)
+        proxy = [
+            (r.action, r.tenant, r.actor, r.via)
+            for r in reversed(records)
+            if r.object_type.startswith("oauth_")
+        ]
+        assert proxy == [
+            ("oauth_client.registered", None, "anonymous", "rest"),
+            ("oauth_proxy.granted", "acme", "alice@acme", "ui"),
+            ("oauth_proxy.revoked", "acme", f"client:{client_id}", "rest"),
+        ]
+        assert records[0].detail == {"reason": "revoked by its client (RFC 7009)"}
 
 
 async def _list(http: httpx.AsyncClient, token: str) -> httpx.Response:

@@ -33,6 +33,7 @@ from joserfc.errors import (
 )
 from joserfc.jwk import ECKey, KeySet
 
+from toolweave.actor import Actor
 from toolweave.config.auth import ProxyConfig
 from toolweave.identity.claims import Identity, TokenRejected
 from toolweave.store.crypto import SecretBox
@@ -202,9 +203,9 @@ class ProxyAuthority:
             self._live.popitem(last=False)
         return True
 
-    async def revoke(self, grant_id: str) -> bool:
+    async def revoke(self, grant_id: str, actor: Actor | None = None, reason: str = "") -> bool:
         self._live.pop(grant_id, None)
-        return await self.repository.revoke_grant(grant_id)
+        return await self.repository.revoke_grant(grant_id, actor, reason)
 
     def forget_all(self) -> None:
         """Ask the database about every grant again (a tenant was deleted here)."""

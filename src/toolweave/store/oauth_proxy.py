@@ -17,6 +17,8 @@ from typing import Any
 
 from sqlalchemy import delete, func, select, update
 
+from toolweave.actor import Actor
+from toolweave.store.audit import write_audit
 from toolweave.store.database import Database
 from toolweave.store.tables import (
     oauth_proxy_clients,
@@ -99,9 +101,23 @@ class OAuthProxyRepository:
             ).scalar_one()
         return int(held), int(recent)
 
-    async def put_client(self, client: ProxyClient) -> None:
-        """Insert (or, for a refetched metadata document, replace) a client."""
+    async def put_client(self, client: ProxyClient, actor: Actor | None = None) -> None:
+        """Insert (or, for a refetched metadata document, replace) a client; `oauth_client.registered`
+        is recorded for a dynamic registration (`actor`: the anonymous registrant's address)."""
         async with self._db.write() as conn:
+            await write_audit(
+                conn,
+                actor,
+                "oauth_client.registered",
+                tenant=None,
+                object_type="oauth_client",
+                object_id=client.client_id,
+                object_name=str(client.client.get("client_name") or "") or None,
+                detail={
+                    "redirect_uris": client.client.get("redirect_uris"),
+                    "token_endpoint_auth_method": client.client.get("token_endpoint_auth_method"),
+                },
+            )
             await conn.execute(
                 delete(oauth_proxy_clients).where(oauth_proxy_clients.c.client_id == client.client_id)
             )
@@ -170,9 +186,20 @@ class OAuthProxyRepository:
 
     # grants
 
-    async def add_grant(self, grant: Grant) -> None:
+    async def add_grant(self, grant: Grant, actor: Actor | None = None) -> None:
+        """Record a person's consent and login (`oauth_proxy.granted`, the person as the actor)."""
         async with self._db.write() as conn:
             now = time.time()
+            await write_audit(
+                conn,
+                actor,
+                "oauth_proxy.granted",
+                tenant=grant.tenant,
+                object_type="oauth_grant",
+                object_id=grant.id,
+                object_name=grant.client_id,
+                detail={"client_id": grant.client_id, "scope": grant.scope, "resource": grant.resource},
+            )
             await conn.execute(delete(oauth_proxy_grants).where(oauth_proxy_grants.c.expires_at < now))
             await conn.execute(
                 oauth_proxy_grants.insert().values(
@@ -205,8 +232,8 @@ class OAuthProxyRepository:
             row.revoked_at,
         )
 
-    async def revoke_grant(self, grant_id: str) -> bool:
-        """End a grant and every token of it; whether it was live."""
+    async def revoke_grant(self, grant_id: str, actor: Actor | None = None, reason: str = "") -> bool:
+        """End a grant and every token of it; whether it was live (then `oauth_proxy.revoked`)."""
         async with self._db.write() as conn:
             result = await conn.execute(
                 update(oauth_proxy_grants)
@@ -214,6 +241,24 @@ class OAuthProxyRepository:
                 .values(revoked_at=time.time())
             )
             await conn.execute(delete(oauth_proxy_tokens).where(oauth_proxy_tokens.c.grant_id == grant_id))
+            if result.rowcount:
+                row = (
+                    await conn.execute(
+                        select(oauth_proxy_grants.c.tenant, oauth_proxy_grants.c.client_id).where(
+                            oauth_proxy_grants.c.id == grant_id
+                        )
+                    )
+                ).one()
+                await write_audit(
+                    conn,
+                    actor,
+                    "oauth_proxy.revoked",
+                    tenant=row.tenant,
+                    object_type="oauth_grant",
+                    object_id=grant_id,
+                    object_name=row.client_id,
+                    detail={"reason": reason},
+                )
         return bool(result.rowcount)
 
     # signing keys

@@ -26,7 +26,13 @@ from toolweave.config.auth import TOOLWEAVE_SCOPES, AuthConfig
 from toolweave.identity import Issuer, TokenVerifier
 from toolweave.identity.proxy import ProxyAuthority
 from toolweave.server.oauth_proxy.clients import AUTH_METHODS, Clients
-from toolweave.server.oauth_proxy.errors import NO_STORE, InvalidClientMetadata, error_response, fail
+from toolweave.server.oauth_proxy.errors import (
+    NO_STORE,
+    InvalidClientMetadata,
+    error_response,
+    fail,
+    request_actor,
+)
 from toolweave.server.oauth_proxy.flow import AuthorizeFlow
 from toolweave.server.oauth_proxy.token import TokenEndpoint
 from toolweave.store.oauth_proxy import OAuthProxyRepository
@@ -94,7 +100,7 @@ class ProxyServer:
                 document = orjson.loads(body)
             except orjson.JSONDecodeError:
                 raise fail(InvalidClientMetadata, "the registration is not JSON") from None
-            answer = await self.clients.register(document)
+            answer = await self.clients.register(document, request_actor(request, "anonymous", None))
         except OAuth2Error as error:
             return _cors(error_response(error))
         return _cors(JSONResponse(answer, status_code=201, headers=NO_STORE))

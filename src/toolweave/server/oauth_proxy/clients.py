@@ -24,6 +24,7 @@ import httpx
 from authlib.oauth2.rfc7591 import ClientMetadataClaims
 from joserfc.errors import JoseError
 
+from toolweave.actor import Actor
 from toolweave.config.auth import ProxyConfig
 from toolweave.identity.fetch import IssuerUnavailable, fetch_json
 from toolweave.server.oauth_proxy.errors import (
@@ -129,7 +130,7 @@ class Clients:
     def repository(self) -> OAuthProxyRepository:
         return self._repository()  # type: ignore[no-any-return]
 
-    async def register(self, document: Any) -> dict[str, Any]:
+    async def register(self, document: Any, actor: Actor | None = None) -> dict[str, Any]:
         """RFC 7591: a new client; the answer (with its secret, shown once, for a confidential one)."""
         metadata = client_metadata(document)
         held, recent = await self.repository.client_counts(time.time() - 60)
@@ -148,7 +149,7 @@ class Clients:
         if metadata["token_endpoint_auth_method"] != "none":
             secret = f"tws_{secrets.token_urlsafe(32)}"
         await self.repository.put_client(
-            ProxyClient(client_id, secret_hash(secret) if secret else None, metadata, "dcr", None)
+            ProxyClient(client_id, secret_hash(secret) if secret else None, metadata, "dcr", None), actor
         )
         answer = {**metadata, "client_id": client_id, "client_id_issued_at": int(time.time())}
         if secret:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import errors
 from authlib.oauth2.rfc7591 import errors as registration_errors
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from toolweave.actor import Actor, Via
 from toolweave.identity import quotable
 
 InvalidRequest = errors.InvalidRequestError
@@ -56,3 +58,11 @@ def fail(kind: type[OAuth2Error], description: str, status: int | None = None) -
     error = kind.__new__(kind)  # some of Authlib's types take other arguments first; the base's will do
     OAuth2Error.__init__(error, description=quotable(description), status_code=status)
     return error
+
+
+def request_actor(request: Request, who: str, tenant: str | None, via: Via = "rest") -> Actor:
+    """The audit record's author of a proxy request (no `Session`: these endpoints are public)."""
+    agent = request.headers.get("user-agent", "")[:200]
+    address = request.client.host if request.client is not None else None
+    source = f"{address} ({agent})" if address and agent else address or (agent or None)
+    return Actor(tenant=tenant, who=who, via=via, source=source)

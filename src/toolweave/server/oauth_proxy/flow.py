@@ -36,6 +36,7 @@ from authlib.oauth2.rfc7636.challenge import CODE_CHALLENGE_PATTERN
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from toolweave.actor import Actor
 from toolweave.config.auth import TOOLWEAVE_SCOPES
 from toolweave.identity import Identity, IssuerUnavailable, TokenRejected
 from toolweave.identity.fetch import fetch_json
@@ -50,6 +51,7 @@ from toolweave.server.oauth_proxy.errors import (
     InvalidTarget,
     UnsupportedResponseType,
     fail,
+    request_actor,
 )
 from toolweave.store.keys import SERVER_SCOPE_RE
 from toolweave.store.oauth_proxy import Grant, ProxyClient
@@ -221,7 +223,8 @@ class AuthorizeFlow:
                 reason = params.get("error_description") or params["error"]
                 raise fail(AccessDenied, f"{self.s.idp_name} refused: {reason[:200]}")
             identity = await self._redeem(params.get("code") or "", login["verifier"])
-            code = await self._issue(taken.client_id, login, identity)
+            actor = request_actor(request, identity.subject, identity.tenant, "ui")
+            code = await self._issue(taken.client_id, login, identity, actor)
         except OAuth2Error as error:
             return self.to_client(error, login["redirect_uri"], login["state"])
         response = self._redirect(login["redirect_uri"], {"code": code, "state": login["state"]})
@@ -257,7 +260,7 @@ class AuthorizeFlow:
             raise fail(AccessDenied, "the upstream access token is another issuer's")
         return identity
 
-    async def _issue(self, client_id: str, login: dict[str, Any], identity: Identity) -> str:
+    async def _issue(self, client_id: str, login: dict[str, Any], identity: Identity, actor: Actor) -> str:
         requested = login["scope"].split()
         granted = [s for s in requested if s in identity.scopes]
         if not granted:
@@ -275,7 +278,7 @@ class AuthorizeFlow:
             expires_at=time.time() + self.s.config.refresh_token_lifetime,
             revoked_at=None,
         )
-        await self.s.repository.add_grant(grant)
+        await self.s.repository.add_grant(grant, actor)
         code = secrets.token_urlsafe(32)
         data = {
             "redirect_uri": login["redirect_uri"],

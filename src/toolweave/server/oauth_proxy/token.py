@@ -24,6 +24,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from toolweave.actor import Actor
 from toolweave.identity import TokenRejected
 from toolweave.server.oauth_proxy.clients import authenticate
 from toolweave.server.oauth_proxy.errors import (
@@ -37,6 +38,7 @@ from toolweave.server.oauth_proxy.errors import (
     UnsupportedGrantType,
     error_response,
     fail,
+    request_actor,
 )
 from toolweave.store.oauth_proxy import Grant, ProxyClient, Taken
 
@@ -52,10 +54,11 @@ class TokenEndpoint:
             form = await _form(request)
             client = await self._client(request, form)
             grant_type = form.get("grant_type")
+            actor = request_actor(request, f"client:{client.client_id}", None)
             if grant_type == "authorization_code":
-                return await self._code(form, client)
+                return await self._code(form, client, actor)
             if grant_type == "refresh_token":
-                return await self._refresh(form, client)
+                return await self._refresh(form, client, actor)
             raise fail(UnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
         except OAuth2Error as error:
             return error_response(error)
@@ -72,7 +75,8 @@ class TokenEndpoint:
             if grant_id is not None:
                 if owner != client.client_id:
                     raise fail(UnauthorizedClient, "the token was issued to another client")
-                await self.s.authority.revoke(grant_id)
+                actor = request_actor(request, f"client:{client.client_id}", None)
+                await self.s.authority.revoke(grant_id, actor, "revoked by its client (RFC 7009)")
         except OAuth2Error as error:
             return error_response(error)
         return Response(status_code=200, headers=NO_STORE)
@@ -98,7 +102,7 @@ class TokenEndpoint:
             raise fail(InvalidClient, "client_id is required (in the form, or HTTP Basic)", 401)
         return authenticate(await self.s.clients.find(client_id), secret if isinstance(secret, str) else None)
 
-    async def _code(self, form: FormData, client: ProxyClient) -> Response:
+    async def _code(self, form: FormData, client: ProxyClient, actor: Actor) -> Response:
         code = form.get("code")
         if not isinstance(code, str) or not code:
             raise fail(InvalidRequest, "code is required")
@@ -107,7 +111,7 @@ class TokenEndpoint:
             raise fail(InvalidGrant, "the authorization code is unknown")
         if taken.reused:
             if taken.grant_id:
-                await self.s.authority.revoke(taken.grant_id)
+                await self.s.authority.revoke(taken.grant_id, actor, "its authorization code was used twice")
             raise fail(
                 InvalidGrant, "the authorization code was already used: the tokens issued with it are revoked"
             )
@@ -127,7 +131,7 @@ class TokenEndpoint:
         grant = await self._live_grant(taken)
         return await self._tokens(grant, client, data["scope"], data["idp"])
 
-    async def _refresh(self, form: FormData, client: ProxyClient) -> Response:
+    async def _refresh(self, form: FormData, client: ProxyClient, actor: Actor) -> Response:
         token = form.get("refresh_token")
         if not isinstance(token, str) or not token:
             raise fail(InvalidRequest, "refresh_token is required")
@@ -138,7 +142,9 @@ class TokenEndpoint:
             raise fail(InvalidGrant, "the refresh token was issued to another client")
         if taken.reused:
             if taken.grant_id:
-                await self.s.authority.revoke(taken.grant_id)
+                await self.s.authority.revoke(
+                    taken.grant_id, actor, "a used refresh token was presented again"
+                )
             raise fail(InvalidGrant, "the refresh token was already used: its grant is revoked (replay)")
         if taken.expires_at < time.time():
             raise fail(InvalidGrant, "the refresh token has expired: log in again")
