@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -362,3 +363,52 @@ async def test_the_python_api_honours_telemetry(otlp_http: tuple[str, Receiver])
         await untraced.executor().call("py__greet", {"name": "c"})
     with receiver.lock:
         assert len(receiver.spans) == len(names)
+
+
+META_TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+META_CLIENT_SPAN = "b7ad6b7169203331"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_tools_call_span_nests_under_the_request_and_the_clients_traceparent(
+    tmp_path: Path, api_env: None, otlp_http: tuple[str, Receiver], mode: str
+) -> None:
+    """Over MCP on both revisions, the call's span is a child of the request's span, in the client's
+    trace: a plain call (the fast path; `traceparent` in the HTTP headers) and one the SDK handles
+    (2025-11-25: in the session's task, away from the HTTP request's; `traceparent` in `_meta`)."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from support.serving import serve_asgi
+    from toolweave.config import parse_config
+    from toolweave.server.app import server_app
+
+    endpoint, receiver = otlp_http
+    raw = {**traced_config(endpoint, None), "gateway": {"database": f"sqlite:///{tmp_path / 'tw.db'}"}}
+    app = server_app(parse_config(raw))
+    async with serve_asgi(app) as base:
+        http = create_mcp_http_client(headers={"traceparent": TRACEPARENT})
+        async with Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode) as client:
+            assert not (await client.call_tool("py__greet", {"name": "t"})).is_error
+        async with Client(f"{base}/mcp", mode=mode) as client:
+            meta = {"traceparent": f"00-{META_TRACE_ID}-{META_CLIENT_SPAN}-01"}
+            assert not (await client.call_tool("py__multiply", {"a": 2, "b": 3}, meta=meta)).is_error  # type: ignore[arg-type]
+        tracing = app.state.runtime.tracing
+        assert tracing is not None
+        await asyncio.to_thread(tracing.provider.force_flush)
+    with receiver.lock:
+        spans = list(receiver.spans)
+    for tool, backend_tool, trace_id, client_span in (
+        ("py__greet", "greet", TRACE_ID, CLIENT_SPAN),
+        ("py__multiply", "multiply", META_TRACE_ID, META_CLIENT_SPAN),
+    ):
+        named = [s for s in spans if s.name == f"tools/call {tool}"]
+        request = [s for s in named if s.kind == 2 and "http.request.method" in s.attributes]  # SERVER
+        call = [s for s in named if s not in request]
+        assert len(request) == 1 and len(call) == 1, [(s.name, s.kind, s.parent) for s in spans]
+        assert (request[0].trace_id, request[0].parent) == (trace_id, client_span)
+        assert (call[0].trace_id, call[0].parent, call[0].kind) == (trace_id, request[0].span_id, 1)
+        assert only(spans, f"tools/call {backend_tool}").parent == call[0].span_id
