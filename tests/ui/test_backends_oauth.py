@@ -73,3 +73,29 @@ async def test_a_shared_grant_is_connected_by_an_admin_only(browser: Any, tmp_pa
             await admin.click("button[type=submit]")
             await admin.goto(f"{server.url}/backends")
             await expect(admin.locator('tr[data-backend="remote"] button.connect')).to_have_count(1)
+
+
+async def test_connect_authorizes_an_openapi_backend_and_calls_carry_the_users_token(
+    browser: Any, tmp_path: Path
+) -> None:
+    """An OpenAPI backend whose document has an oauth2 authorization-code scheme: Connect, the API's
+    sign-in page, back at /oauth/callback; the operator's calls then carry their own token."""
+    with oauth_server() as url:
+        document = url.removesuffix("/mcp") + "/api/openapi.json"
+        raw = {"backends": [{"name": "people", "openapi": document, "oauth": {"client_id": "tw"}}]}
+        async with serve_ui(raw, tmp_path) as server:
+            server.runtime.grants.callback_url = f"{server.url}/oauth/callback"
+            page = await browser.new_page()
+            await page.goto(f"{server.url}/backends")
+            row = page.locator('tr[data-backend="people"]')
+            await expect(row.locator(".account")).to_contain_text("not connected")
+            await row.locator("button.connect").click()
+            await page.click("#authorize-link")
+            await page.fill("#user", "olga")
+            await page.click("button[type=submit]")
+            await expect(page.locator("h1")).to_have_text("Connected to people")
+            await page.click("text=Backends")
+            account = page.locator('tr[data-backend="people"] .account')
+            await expect(account).to_contain_text("connected as local · scopes profile:read")
+            result = await server.runtime.gateway.call("people__getMe", {})
+            assert not result.is_error and result.structured_content == {"user": "olga"}
