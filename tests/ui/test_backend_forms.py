@@ -113,3 +113,18 @@ async def test_a_config_backend_is_not_editable(server: UiServer, page: Any) -> 
     response = await page.goto(f"{server.url}/backends/py/edit")
     assert response is not None and response.status == 404
     await expect(page.locator("main")).to_contain_text("config file")
+
+
+async def test_a_backend_added_through_another_gateway_is_listed_and_editable(
+    server: UiServer, page: Any
+) -> None:
+    """Behind a balancer the next page may come from another gateway on the database: it starts what
+    was stored there (at once on the backends page, else within its sync interval)."""
+    elsewhere = {"name": "elsewhere", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": SECRET}}
+    await server.runtime.managed_backends.repo.put(elsewhere, "http")  # as another gateway would
+    await page.goto(f"{server.url}/backends")
+    await expect(page.locator('#backends tr[data-backend="elsewhere"]')).to_have_count(1)
+    await page.click('a[aria-label="Edit elsewhere"]')
+    await expect(page.locator("#url")).to_have_value("http://127.0.0.1:9/mcp")
+    await expect(page.locator("#headers")).to_have_value("X-Key")
+    assert "elsewhere" in server.runtime.gateway.backends

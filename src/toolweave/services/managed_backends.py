@@ -60,6 +60,8 @@ class ManagedBackends:
         self.repo = repo
         self.managed: set[str] = set()
         """Names of the backends this service started (the UI offers Edit for these only)."""
+        self._seen: dict[str, float] = {}
+        """Name → the stored version this gateway runs (`updated_at`)."""
 
     def reserved(self) -> set[str]:
         """Names a new backend may not take: the config file's and the federated namespaces'."""
@@ -78,28 +80,46 @@ class ManagedBackends:
 
     async def put(self, entry: dict[str, Any], config: BackendConfig, *, actor: Actor | None) -> bool:
         """Store a checked entry, then (re)start its backend; True when it is new."""
-        created = await self.repo.put(entry, config.transport, actor=actor)
+        created, stored_at = await self.repo.put(entry, config.transport, actor=actor)
         self.managed.add(config.name)
+        self._seen[config.name] = stored_at
         await self.gateway.put_backend(config)
         return created
 
     async def start(self) -> None:
-        """Start every stored backend (at the gateway's start); one that no longer validates, or cannot
-        be decrypted, is logged and skipped, never stopping the others."""
+        """Start every stored backend (at the gateway's start)."""
+        await self.refresh()
+
+    async def refresh(self) -> None:
+        """Start what was added, and restart what was changed, since this gateway last looked (by
+        another gateway on the database too): one query when nothing changed. An entry that no
+        longer validates, or cannot be decrypted, is logged and skipped, never stopping the others."""
         try:
-            entries = await self.repo.list()
-        except Exception as error:  # noqa: BLE001 - a wrong key is reported, serving goes on
-            logger.error("backends added in the UI cannot be read: %s", error)
+            versions = await self.repo.versions()
+        except Exception as error:  # noqa: BLE001 - serving goes on; the next look tries again
+            logger.error("backends added in the UI cannot be listed: %s", error)
             return
-        reserved = self.reserved()
-        for entry in entries:
-            checked = check_entry(entry, self.gateway, taken=reserved)
-            if checked.config is None:
-                logger.error(
-                    "backend %r added in the UI is not started: %s",
-                    entry.get("name"),
-                    "; ".join(str(problem) for problem in checked.problems),
-                )
-                continue
-            self.managed.add(checked.config.name)
-            await self.gateway.put_backend(checked.config)
+        changed = [name for name, at in sorted(versions.items()) if self._seen.get(name) != at]
+        for name in changed:
+            await self._start_stored(name, versions[name])
+
+    async def _start_stored(self, name: str, stored_at: float) -> None:
+        try:
+            entry = await self.repo.get(name)
+        except Exception as error:  # noqa: BLE001 - a wrong key: reported, the others still start
+            logger.error("backend %r added in the UI cannot be read: %s", name, error)
+            self._seen[name] = stored_at
+            return
+        if entry is None:
+            return
+        self._seen[name] = stored_at
+        checked = check_entry(entry, self.gateway, taken=self.reserved())
+        if checked.config is None:
+            logger.error(
+                "backend %r added in the UI is not started: %s",
+                name,
+                "; ".join(str(problem) for problem in checked.problems),
+            )
+            return
+        self.managed.add(name)
+        await self.gateway.put_backend(checked.config)

@@ -167,6 +167,7 @@ class ServerRuntime:
         self.key_revoked_listeners: list[Callable[[ApiKeyInfo], Awaitable[None]]] = []
         """Told of each revoked key, here or elsewhere (the server ends the key's MCP sessions)."""
         self._revocation_watch: asyncio.Task[None] | None = None
+        self._backend_watch: asyncio.Task[None] | None = None
         self._pruner: asyncio.Task[None] | None = None
         self.relay: FederationRelay | None = None
         self._gateway_lock: GatewayLock | None = None
@@ -200,6 +201,10 @@ class ServerRuntime:
             self._revocation_watch = asyncio.get_running_loop().create_task(
                 self._watch_revocations(settings.sync_interval or REVOCATION_POLL),
                 name="toolweave-revocations",
+            )
+        if not self.db.is_memory:
+            self._backend_watch = asyncio.get_running_loop().create_task(
+                self._watch_backends(settings.sync_interval or REVOCATION_POLL), name="toolweave-backends"
             )
         if self.events.relay is not None:
             await self.events.relay.start(self.events.deliver)
@@ -328,6 +333,16 @@ class ServerRuntime:
             except Exception:
                 logger.exception("ending the sessions of a revoked API key failed")
 
+    async def _watch_backends(self, interval: float) -> None:
+        """Backends another gateway on the database added or changed in its UI start here too, within
+        `interval` seconds (`ManagedBackends.refresh`: one cheap query when nothing changed)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.managed_backends.refresh()
+            except Exception:
+                logger.exception("starting backends added in another gateway's UI failed")
+
     async def _watch_revocations(self, interval: float) -> None:
         """Without a change feed (SQLite without Redis) nothing tells this gateway that `toolweave
         keys revoke` revoked a key in its database: one cheap count every `interval` seconds does."""
@@ -431,6 +446,11 @@ class ServerRuntime:
             with contextlib.suppress(BaseException):
                 await self._revocation_watch
             self._revocation_watch = None
+        if self._backend_watch is not None:
+            self._backend_watch.cancel()
+            with contextlib.suppress(BaseException):
+                await self._backend_watch
+            self._backend_watch = None
         with contextlib.suppress(Exception):
             await self.takeover.close()
         if self.events.relay is not None:

@@ -50,9 +50,11 @@ class ManagedBackendRepository:
             rows = (await conn.execute(query)).all()
         return [self._open(row.entry, row.name) for row in rows]
 
-    async def names(self) -> set[str]:
+    async def versions(self) -> dict[str, float]:
+        """Name → when last stored: one cheap query that tells a gateway what changed elsewhere."""
+        query = select(managed_backends.c.name, managed_backends.c.updated_at)
         async with self._db.read() as conn:
-            return {row.name for row in (await conn.execute(select(managed_backends.c.name))).all()}
+            return {row.name: row.updated_at for row in (await conn.execute(query)).all()}
 
     async def get(self, name: str) -> dict[str, Any] | None:
         query = select(managed_backends.c.entry).where(managed_backends.c.name == name)
@@ -60,9 +62,11 @@ class ManagedBackendRepository:
             row = (await conn.execute(query)).one_or_none()
         return self._open(row.entry, name) if row is not None else None
 
-    async def put(self, entry: dict[str, Any], transport: str, *, actor: Actor | None = None) -> bool:
-        """Store `entry` (already validated) under its name; True when it is new. The audit record
-        (`backend.created` / `backend.updated`) commits with it."""
+    async def put(
+        self, entry: dict[str, Any], transport: str, *, actor: Actor | None = None
+    ) -> tuple[bool, float]:
+        """Store `entry` (already validated) under its name: (True when it is new, when stored). The
+        audit record (`backend.created` / `backend.updated`) commits with it."""
         name = str(entry["name"])
         blob = self.box.encrypt(orjson.dumps({"name": name, "entry": entry}))
         now = time.time()
@@ -89,7 +93,7 @@ class ManagedBackendRepository:
                 object_name=name,
                 detail={"transport": transport, "secrets": secret_names(entry)},
             )
-        return created
+        return created, now
 
     def _open(self, blob: bytes, name: str) -> dict[str, Any]:
         what = f"the backend {name!r} added in the UI"

@@ -85,6 +85,7 @@ class BackendPages:
 
     async def _stored(self, ctx: PageContext, name: str) -> dict[str, object] | None:
         managed = ctx.runtime.managed_backends
+        await managed.refresh()  # the page may come from another gateway than the one that added it
         return await managed.repo.get(name) if name in managed.managed else None
 
     def _not_editable(self, ctx: PageContext, name: str) -> Response:

@@ -211,6 +211,7 @@ class Pages:
     ) -> Response:
         rt = ctx.runtime
         tenant = ctx.caller.tenant
+        await rt.managed_backends.refresh()  # one added through another gateway is listed at once
         own = {summary["backend"] for summary in await rt.connections.list(tenant)}
         described = rt.gateway.describe_backends(tenant)
         may_reconnect = (
