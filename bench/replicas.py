@@ -8,7 +8,13 @@ Rows (each `wrk -c16 -t2` for `--seconds`, 2026-07-28 plain JSON `tools/call`, n
   backend every gateway row calls;
 - one `toolweave serve` replica, direct and behind HAProxy (`b1__echo`, relayed to that backend);
 - two replicas behind HAProxy (round robin), sharing one PostgreSQL schema and Redis;
-- the same two rows with an in-process Python tool (`bench/pyecho.py`): the gateway's own work.
+- the same two rows with an in-process Python tool (`bench/pyecho.py`): the gateway's own work;
+- one replica direct vs `serve --workers 2` direct (in-process tool): the same machine's cores;
+- 2025-11-25 `tools/call` on one session (`Mcp-Session-Id`, in-process tool): one replica that
+  shares its sessions over Redis vs one that does not (no `redis_url`), and two replicas behind
+  HAProxy serving one session round robin. With each row: p50 and the gateway processes' CPU per
+  call (from /proc, all of a row's gateway processes, their workers included), so the session
+  store's cost per call reads as the difference of two rows.
 
 Needs wrk and haproxy (Debian) and PostgreSQL + Redis (defaults: this machine's). Prints a
 table and, last, one JSON line. Every process it starts is stopped on exit. Read the ratios
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -36,6 +43,66 @@ from bench.procs import ProcessGroup, free_port, install_signal_handlers, start_
 
 C = 16
 PROTOCOL = "2026-07-28"
+
+
+def legacy_script(tool: str, session_id: str) -> str:
+    """A 2025-11-25 `tools/call` on the session `session_id` (no `_meta` envelope)."""
+    body = orjson.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": {"text": "hi"}},
+        }
+    ).decode()
+    lines = [
+        'wrk.method = "POST"',
+        f"wrk.body = {json.dumps(body)}",
+        'wrk.headers["content-type"] = "application/json"',
+        'wrk.headers["accept"] = "application/json, text/event-stream"',
+        'wrk.headers["mcp-protocol-version"] = "2025-11-25"',
+        f'wrk.headers["mcp-session-id"] = "{session_id}"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def open_session(url: str) -> str:
+    """`initialize` (2025-11-25) on `url`; the session's ID."""
+    import httpx
+
+    answer = httpx.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "wrk", "version": "0"},
+            },
+        },
+        headers={"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"},
+        timeout=30,
+    )
+    if answer.status_code != 200 or "mcp-session-id" not in answer.headers:
+        raise SystemExit(f"{url} initialize: {answer.status_code} {answer.text[:300]}")
+    return answer.headers["mcp-session-id"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of `pid` and every process below it (a worker's, a stdio backend's)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                total += cpu_seconds(int(child))
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return total
 
 
 def wrk_script(tool: str) -> str:
@@ -85,6 +152,7 @@ def run_wrk(url: str, script: Path, seconds: int) -> dict[str, Any]:
         check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
@@ -92,7 +160,17 @@ def run_wrk(url: str, script: Path, seconds: int) -> dict[str, Any]:
         "rps": rps,
         "p50_ms": float(p50.group(1)) * scale[p50.group(2)] if p50 else None,
         "non_2xx": int(errors.group(1)) if errors else 0,
+        "requests": requests,
     }
+
+
+def measured(url: str, script: Path, seconds: int, pids: list[int]) -> dict[str, Any]:
+    """`run_wrk`, plus the CPU the row's gateway processes spent per call (microseconds)."""
+    before = sum(cpu_seconds(pid) for pid in pids)
+    row = run_wrk(url, script, seconds)
+    spent = sum(cpu_seconds(pid) for pid in pids) - before
+    row["cpu_us_per_call"] = round(spent / max(row["requests"], 1) * 1e6, 1)
+    return row
 
 
 def check_answer(url: str, tool: str) -> None:
@@ -114,6 +192,25 @@ def check_answer(url: str, tool: str) -> None:
         or "hi" not in answer.text
     ):
         raise SystemExit(f"{url} {tool}: {answer.status_code} {answer.text[:300]}")
+
+
+def await_ready(url: str, timeout: float = 90) -> None:
+    """Until `/readyz` of the gateway at `url` answers 200 with its backends connected."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    ready = url.removesuffix("/mcp") + "/readyz"
+    while time.monotonic() < deadline:
+        try:
+            answer = httpx.get(ready, timeout=5)
+            if answer.status_code == 200 and not answer.json()["backends_not_connected"]:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"{ready}: not ready within {timeout:.0f} s")
 
 
 async def drop_schema(base: str, schema: str) -> None:
@@ -174,8 +271,42 @@ def main() -> None:
             )
             for i, port in enumerate(ports)
         ]
-        for managed, port in zip(replicas, ports, strict=True):
-            wait_port(managed, port, 60)
+        local_config = work / "toolweave-local.yaml"  # the same, without Redis: sessions stay local
+        local_config.write_text(
+            yaml.safe_dump(
+                {
+                    "gateway": {"database": database, "log_level": "warning"},
+                    "backends": [{"name": "py", "python": "bench.pyecho"}],
+                },
+                sort_keys=False,
+            )
+        )
+        local_port, workers_port = free_port(), free_port()
+        local = group.start(
+            "local",
+            [str(venv_bin("toolweave")), "serve", "-c", str(local_config), "--port", str(local_port)],
+            env=env,
+        )
+        workers = group.start(
+            "workers",
+            [
+                str(venv_bin("toolweave")),
+                "serve",
+                "-c",
+                str(config),
+                "--port",
+                str(workers_port),
+                "--workers",
+                "2",
+            ],
+            env=env,
+        )
+        for managed, port in [
+            *zip(replicas, ports, strict=True),
+            (local, local_port),
+            (workers, workers_port),
+        ]:
+            wait_port(managed, port, 90)
 
         def proxy(name: str, targets: list[int]) -> str:
             front = free_port()
@@ -189,26 +320,49 @@ def main() -> None:
         one = proxy("haproxy-one", ports[:1])
         two = proxy("haproxy-two", ports)
         direct = f"http://127.0.0.1:{ports[0]}/mcp"
-        plan = [
-            ("bare SDK server behind HAProxy", bare, "echo"),
-            ("1 replica, direct", direct, "b1__echo"),
-            ("1 replica behind HAProxy", one, "b1__echo"),
-            ("2 replicas behind HAProxy", two, "b1__echo"),
-            ("1 replica behind HAProxy, in-process tool", one, "py__echo"),
-            ("2 replicas behind HAProxy, in-process tool", two, "py__echo"),
+        local_url = f"http://127.0.0.1:{local_port}/mcp"
+        workers_url = f"http://127.0.0.1:{workers_port}/mcp"
+        gateways = [replicas[0].pid]
+        both = [replica.pid for replica in replicas]
+        plan: list[tuple[str, str, str, list[int], str | None]] = [
+            ("bare SDK server behind HAProxy", bare, "echo", [], None),
+            ("1 replica, direct", direct, "b1__echo", gateways, None),
+            ("1 replica behind HAProxy", one, "b1__echo", gateways, None),
+            ("2 replicas behind HAProxy", two, "b1__echo", both, None),
+            ("1 replica behind HAProxy, in-process tool", one, "py__echo", gateways, None),
+            ("2 replicas behind HAProxy, in-process tool", two, "py__echo", both, None),
+            ("1 replica, direct, in-process tool", direct, "py__echo", gateways, None),
+            ("serve --workers 2, direct, in-process tool", workers_url, "py__echo", [workers.pid], None),
+            ("2025-11-25 session, 1 replica, shared store", direct, "py__echo", gateways, direct),
+            ("2025-11-25 session, 1 replica, local sessions", local_url, "py__echo", [local.pid], local_url),
+            ("2025-11-25 session, 2 replicas behind HAProxy", two, "py__echo", both, two),
         ]
-        rounds: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in plan}
-        for _name, url, tool in plan:
-            check_answer(url, tool)
-            (work / f"{tool}.lua").write_text(wrk_script(tool))
-            run_wrk(url, work / f"{tool}.lua", 2)  # warm-up
+        await_ready(workers_url)
+        scripts: dict[str, Path] = {}
+        for name, url, tool, _pids, session_at in plan:
+            script = work / f"row{len(scripts)}.lua"
+            if session_at is None:
+                check_answer(url, tool)
+                script.write_text(wrk_script(tool))
+            else:
+                script.write_text(legacy_script(tool, open_session(session_at)))
+            scripts[name] = script
+            run_wrk(url, script, 2)  # warm-up
+        rounds: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in plan}
+        load_before = os.getloadavg()
         for _ in range(args.rounds):  # interleaved: a busy moment of the machine hits every row alike
-            for name, url, tool in plan:
-                rounds[name].append(run_wrk(url, work / f"{tool}.lua", args.seconds))
-        for name, measured in rounds.items():
-            rows[name] = sorted(measured, key=lambda row: row["rps"])[len(measured) // 2]
-            rows[name]["rps_all"] = [row["rps"] for row in measured]
-            print(f"{name:44} {rows[name]['rps']:9.0f} req/s  p50 {rows[name]['p50_ms']} ms", file=sys.stderr)
+            for name, url, _tool, pids, _session_at in plan:
+                rounds[name].append(measured(url, scripts[name], args.seconds, pids))
+        load_after = os.getloadavg()
+        for name, runs in rounds.items():
+            rows[name] = sorted(runs, key=lambda row: row["rps"])[len(runs) // 2]
+            rows[name]["rps_all"] = [row["rps"] for row in runs]
+            rows[name]["cpu_us_all"] = [row["cpu_us_per_call"] for row in runs]
+            print(
+                f"{name:48} {rows[name]['rps']:7.0f} req/s  p50 {rows[name]['p50_ms']} ms  "
+                f"cpu/call {sorted(rows[name]['cpu_us_all'])[len(runs) // 2]} us  non-2xx {rows[name]['non_2xx']}",
+                file=sys.stderr,
+            )
     asyncio.run(drop_schema(args.postgres, schema))
     one_rps = rows["1 replica behind HAProxy"]["rps"]
     summary = {
@@ -221,6 +375,20 @@ def main() -> None:
             2,
         ),
     }
+    shared = rows["2025-11-25 session, 1 replica, shared store"]
+    alone = rows["2025-11-25 session, 1 replica, local sessions"]
+    summary["workers2_vs_one_direct_in_process"] = round(
+        rows["serve --workers 2, direct, in-process tool"]["rps"]
+        / rows["1 replica, direct, in-process tool"]["rps"],
+        2,
+    )
+    summary["session_store_cpu_us_per_call"] = round(
+        sorted(shared["cpu_us_all"])[len(shared["cpu_us_all"]) // 2]
+        - sorted(alone["cpu_us_all"])[len(alone["cpu_us_all"]) // 2],
+        1,
+    )
+    summary["session_store_p50_ms"] = round((shared["p50_ms"] or 0) - (alone["p50_ms"] or 0), 3)
+    summary["load_average"] = {"before": load_before, "after": load_after}
     print(json.dumps(summary))
 
 
