@@ -1,0 +1,132 @@
+"""Handshake-era sessions shared over Redis (`server/mcp/shared.py`), two gateways in one process: a
+session opened on one is adopted by the other with what its client set there (the found tools of search
+mode, its log level), changes made on either reach the other's copy, and DELETE ends both.
+Across real replicas behind HAProxy: tests/test_replicas.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from support.configs import python_backend
+from support.fixtures import OpenGateway
+from support.serving import serve_asgi
+from toolweave import sdk_compat
+from toolweave.server.app import create_app
+from toolweave.server.mcp.shared import SessionSharing
+
+REDIS_ENV = "TOOLWEAVE_TEST_REDIS_URL"
+pytestmark = pytest.mark.skipif(not os.environ.get(REDIS_ENV), reason=f"set {REDIS_ENV}")
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2025-11-25",
+}
+CONFIG = {
+    "backends": [python_backend(hide=["drop_table"])],
+    "gateway": {"tool_exposure": "search"},
+    "search": {"list_found": 2},
+}
+
+
+@contextlib.asynccontextmanager
+async def two_gateways(open_gateway: OpenGateway) -> AsyncIterator[list[tuple[str, Any]]]:
+    """(base URL, app) of two gateways sharing sessions under a namespace of this test's own."""
+    namespace = f"toolweave:test-mcp:{uuid.uuid4().hex[:10]}"
+    served = []
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(2):
+            gateway = await open_gateway(CONFIG)
+            sharing = SessionSharing(os.environ[REDIS_ENV], namespace, idle_seconds=60)
+            app = create_app(gateway, start_gateway=False, sharing=sharing)
+            served.append((await stack.enter_async_context(serve_asgi(app)), app))
+        yield served
+
+
+async def rpc(base: str, method: str, params: Any = None, session: str | None = None) -> httpx.Response:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method}
+    if params is not None:
+        body["params"] = params
+    headers = {**HEADERS, **({"mcp-session-id": session} if session else {})}
+    async with httpx.AsyncClient(timeout=30) as http:
+        return await http.post(f"{base}/mcp", content=orjson.dumps(body), headers=headers)
+
+
+def result(answer: httpx.Response) -> Any:
+    assert answer.status_code == 200, answer.text
+    data = answer.text
+    if answer.headers["content-type"].startswith("text/event-stream"):
+        data = next(line[6:] for line in data.splitlines() if line.startswith("data: ") and '"id"' in line)
+    message = orjson.loads(data)
+    assert "error" not in message, message
+    return message["result"]
+
+
+async def eventually(check: Callable[[], Awaitable[bool] | bool], what: str) -> None:
+    async with asyncio.timeout(10):
+        while True:
+            outcome = check()
+            if outcome if isinstance(outcome, bool) else await outcome:
+                return
+            await asyncio.sleep(0.05)
+
+
+async def test_a_session_and_what_its_client_set_move_between_gateways(open_gateway: OpenGateway) -> None:
+    async with two_gateways(open_gateway) as [(first, first_app), (second, second_app)]:
+        opened = await rpc(
+            first,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        )
+        assert opened.status_code == 200
+        session = opened.headers["mcp-session-id"]
+        found = result(
+            await rpc(
+                first,
+                "tools/call",
+                {"name": "find_tools", "arguments": {"query": "multiply two numbers"}},
+                session,
+            )
+        )
+        assert "py__multiply" in found["content"][0]["text"]
+
+        async def listed_on_second() -> bool:  # the found tools are listed to the session there too
+            tools = result(await rpc(second, "tools/list", session=session))["tools"]
+            return "py__multiply" in {tool["name"] for tool in tools}
+
+        await eventually(listed_on_second, "the second gateway to list the found tool")
+        product = result(
+            await rpc(second, "tools/call", {"name": "py__multiply", "arguments": {"a": 6, "b": 7}}, session)
+        )
+        assert product["structuredContent"] == {"product": 42.0}
+
+        # a change on the second reaches the first's copy
+        result(await rpc(second, "logging/setLevel", {"level": "error"}, session))
+        front = first_app.state.front
+        await eventually(
+            lambda: front.relays.state_of(front.connection_of_session(session))["level"] == "error",
+            "the first gateway's copy to take the level",
+        )
+
+        # another caller's copy is not made: an unknown session is the SDK's 404 on both
+        assert (await rpc(second, "tools/list", session=uuid.uuid4().hex)).status_code == 404
+
+        async with httpx.AsyncClient(timeout=30) as http:
+            ended = await http.delete(f"{second}/mcp", headers={**HEADERS, "mcp-session-id": session})
+        assert ended.status_code == 200
+        manager = first_app.state.front.server.session_manager
+        await eventually(lambda: session not in sdk_compat.open_sessions(manager), "the first's copy to end")
+        assert (await rpc(first, "tools/list", session=session)).status_code == 404
+        assert second_app is not None
