@@ -20,10 +20,13 @@ not understand, and every failure, goes to jsonschema for the verdict and the me
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
+import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final, ParamSpec, TypeVar
 
 import jsonschema
 import orjson
@@ -71,6 +74,28 @@ _SCHEMA_VALUES: Final = frozenset(
     }
 )
 """Keywords whose values are schemas; `const`, `enum`, `default`, `examples` hold data, not schemas."""
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_CHECKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolweave-schema-checks")
+"""The one thread heavy schema work runs on (see `off_loop`)."""
+
+
+async def off_loop(work: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """`work(*args)` — checking untrusted schemas: a federated manifest read, a definition parsed —
+    on one thread beside the event loop, never on it.
+
+    A legal schema may hold thousands of properties, and a manifest hundreds of tools: checked on
+    the event loop they would hold every tenant's requests meanwhile. On the thread they only share
+    the interpreter with the loop, which gets its turn every few milliseconds. One thread bounds
+    what they cost together; callers queue (and their own limits bound how many may queue). `work`
+    must read nothing the event loop changes; what it checks is remembered (`schema_error`), so
+    the loop's own checks of the same schemas afterwards cost a hash.
+    """
+    return await asyncio.get_running_loop().run_in_executor(
+        _CHECKER, functools.partial(work, *args, **kwargs)
+    )
 
 
 def schema_error(schema: Any) -> jsonschema.SchemaError | None:
@@ -151,10 +176,15 @@ def _digest(schema: Any) -> bytes | None:
         return None
 
 
+_REMEMBERING = threading.Lock()
+"""Checks run on the event loop and on `off_loop`'s thread, and both remember what they found."""
+
+
 def _remember(cache: dict[bytes, Any], digest: bytes, value: Any) -> None:
-    if len(cache) >= _CACHE_SIZE:
-        cache.pop(next(iter(cache)))
-    cache[digest] = value
+    with _REMEMBERING:
+        if len(cache) >= _CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[digest] = value
 
 
 def _nodes_exceed(schema: Any, limit: int) -> bool:

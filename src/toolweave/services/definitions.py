@@ -34,6 +34,7 @@ from toolweave.composite import build_composite, parse_composite
 from toolweave.config.models import LimitsConfig
 from toolweave.gateway import Gateway
 from toolweave.problems import Problem
+from toolweave.schemas import off_loop
 from toolweave.store import CompositeRepository, Conflict, StoredComposite, TenantRepository
 
 logger = logging.getLogger("toolweave.definitions")
@@ -358,15 +359,21 @@ class DefinitionService:
         """`_validate`, but a definition refused while backends are still on their first connection
         attempt is checked again once they have finished it (at most gateway.startup_timeout): right
         after start-up the tools it names may simply not be listed yet."""
+        model = await off_loop(self._model_of, definition)  # its schemas checked beside the event loop
         try:
-            return self._validate(definition, tenant, exclude_id=exclude_id)
+            return self._buildable(model, tenant, exclude_id=exclude_id)
         except DefinitionError as refused:
             if refused.code != "invalid_definition" or not self.gateway.backends_starting():
                 raise
         await self.gateway.wait_for_first_connections()
-        return self._validate(definition, tenant, exclude_id=exclude_id)
+        return self._buildable(model, tenant, exclude_id=exclude_id)
 
     def _validate(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
+        return self._buildable(self._model_of(definition), tenant, exclude_id=exclude_id)
+
+    def _model_of(self, definition: Any) -> BaseModel:
+        """The definition's model, or `DefinitionError`: everything that depends on the definition alone
+        (its size, its shape, its schemas), so it may run off the event loop (`schemas.off_loop`)."""
         too_big = size_problems(definition, self.gateway.config.limits)
         if too_big:
             raise DefinitionError(
@@ -377,6 +384,10 @@ class DefinitionService:
             raise DefinitionError(
                 422, "invalid_definition", f"the definition has {len(problems)} problem(s)", problems
             )
+        return model
+
+    def _buildable(self, model: BaseModel, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
+        """`model`, once its name is free for `tenant` and it builds against the current catalog."""
         self.check_name(model.name, tenant, exclude_id=exclude_id)  # type: ignore[attr-defined]
         problems = self.trial_problems(model, tenant, exclude_id=exclude_id)
         if problems:

@@ -26,7 +26,7 @@ from toolweave.backends.federated.peer import Channel, FederatedPeer, PeerLost, 
 from toolweave.config.models import FederationConfig
 from toolweave.problems import Problem
 from toolweave.rates import TokenBucket
-from toolweave.schemas import schema_error
+from toolweave.schemas import off_loop
 
 logger = logging.getLogger("toolweave.federation")
 
@@ -160,8 +160,9 @@ async def _register(
         return None
     if reader.done():
         return None
-    await _check_schemas(raw_tools, federation.settings.max_tools)
-    manifest, problems = read_manifest(namespace, raw_tools, federation.settings.max_tools)
+    manifest, problems = await off_loop(read_manifest, namespace, raw_tools, federation.settings.max_tools)
+    if reader.done():
+        return None  # the client left while its manifest was read
     if manifest is not None:
         problems = federation.check(manifest, peer.tenant)
     if manifest is None or problems:
@@ -181,18 +182,6 @@ async def _register(
             },
         )
     return manifest
-
-
-async def _check_schemas(raw_tools: Any, max_tools: int) -> None:
-    """Check each tool's input schema, yielding between tools; `read_manifest` then finds them remembered.
-
-    One schema's check is bounded (`schemas.MAX_SCHEMA_NODES`, linear), but a manifest holds
-    hundreds: checked in one go they would hold the event loop that serves every tenant.
-    """
-    for raw in raw_tools[:max_tools] if isinstance(raw_tools, list) else ():
-        if isinstance(raw, dict) and isinstance(raw.get("inputSchema"), dict):
-            schema_error(raw["inputSchema"])
-            await asyncio.sleep(0)
 
 
 async def _list_tools(peer: FederatedPeer, timeout: float) -> Any:
