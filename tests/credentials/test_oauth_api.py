@@ -100,6 +100,9 @@ async def test_each_user_authorizes_the_api_and_calls_it_as_themselves(server: s
     async with Served(tmp_path, server + "/api/openapi.json", client_id="toolweave-app") as served:
         public = await served.call("zed", "api__ping")  # `security: []`: no authorization needed
         assert not public.is_error and public.structured_content == {"pong": True}
+        first, second = await served.call("zed"), await served.call("zed")
+        assert first.is_error and second.is_error  # zed has not authorized: one link, given again
+        assert first.meta["toolweave"]["authorization_url"] == second.meta["toolweave"]["authorization_url"]
         link = await served.authorize("alice")
         assert link["scope"] == ["profile:read"]  # what the operations require of the scheme
         assert link["client_id"] == ["toolweave-app"] and link["code_challenge_method"] == ["S256"]

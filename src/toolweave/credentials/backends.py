@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from toolweave.backends.base import AuthorizationRequired, Backend, TokenAuth
 from toolweave.backends.mcp import MCPBackend
 from toolweave.config.models import BackendConfig
 from toolweave.credentials.oauth import (
+    LOGIN_TTL,
     CallbackAuthorizer,
     GrantStorage,
     GrantStore,
@@ -47,6 +49,8 @@ logger = logging.getLogger("toolweave.credentials")
 Owner = tuple[str | None, str]
 LOCAL = Session()
 """The caller of the CLI and of a gateway without auth: tenant None, user `local`."""
+LINK_MARGIN = 60.0
+"""A link is given again only while it has at least this long (seconds) left to be followed."""
 URL_WAIT = 300.0
 """How long a call whose client accepted a URL elicitation waits for the authorization to complete."""
 
@@ -79,6 +83,8 @@ class OAuthBackends:
         self._shared: dict[str, Backend] = {}
         self._opened: dict[tuple[Owner, str], MCPBackend] = {}
         self._views: dict[tuple[Owner, str], Backend] = {}
+        self._links: dict[tuple[Owner, str], tuple[str, asyncio.Task[Any], float]] = {}
+        """Authorizations in progress that a call started, by caller and backend (`_link_for`)."""
         """HTTP APIs (`openapi`/`http`): the backend as each grant's owner calls it."""
         self._locks: dict[tuple[Owner, str], asyncio.Lock] = {}
         self._loopbacks: list[LoopbackAuthorizer] = []
@@ -210,7 +216,7 @@ class OAuthBackends:
         if self.interactive:
             message = f"not authorized yet: run `toolweave login {config.name}`"
             return _Unauthorized(config, message, None, None, None)
-        url, login = await self.start_login(config, owner)
+        url, login = await self._link_for(config, owner)
         message = (
             f"not authorized yet: open {url} to authorize toolweave to use it as you, then call again"
             if url
@@ -224,6 +230,23 @@ class OAuthBackends:
             return await self(shared, session)
 
         return _Unauthorized(config, message, url, login, again)
+
+    async def _link_for(self, config: BackendConfig, owner: Owner) -> tuple[str | None, asyncio.Task[Any]]:
+        """The authorization link a caller without a grant is given: the one still in progress for
+        them, if any (calls made before they authorize do not each start another: one pending
+        authorization per caller and backend), else a new one."""
+        key = (owner, config.name)
+        found = self._links.get(key)
+        if found is not None:
+            url, login, started = found
+            if not login.done() and time.monotonic() - started < LOGIN_TTL - LINK_MARGIN:
+                return url, login
+            self._links.pop(key, None)
+        url, login = await self.start_login(config, owner)
+        if url is not None:
+            self._links[key] = (url, login, time.monotonic())
+            login.add_done_callback(lambda _done: self._links.pop(key, None))
+        return url, login
 
     # -- logins ---------------------------------------------------------------------
 
