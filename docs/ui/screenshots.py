@@ -4,7 +4,7 @@
 
 Serves the bundled demo (examples/demo.toml, on a throwaway database and a free loopback
 port), builds a router in the builder, tries it and opens its run, answers a workflow's
-question in Try it, opens the backends, saving a PNG of each
+question in Try it, opens a fan-out's run, the backends and the Add a backend form, saving a PNG of each
 page next to this file. Run it after changing a page so the pictures stay current.
 """
 
@@ -139,8 +139,25 @@ async def shoot(base: str, chromium: str) -> None:
         await page.locator("#steps-h").scroll_into_view_if_needed()
         await save("run-workflow")
 
+        await page.goto(f"{base}/tools/search_all")
+        await page.fill("#arg-query", "deploy")
+        await page.click("#try-form button[type=submit]")
+        await page.click("#run-link")
+        await page.wait_for_selector("#run-steps")
+        await page.locator("#steps-h").scroll_into_view_if_needed()
+        await save("run-fanout")
+
         await page.goto(f"{base}/backends")
         await save("backends")
+
+        await page.goto(f"{base}/backends/new")
+        await page.fill("#name", "Weather")
+        await page.fill("#command", "npx")
+        await page.fill("#args", "-y\n@example/weather-mcp")
+        await page.fill("#env", "WEATHER_API_KEY=sk-not-shown-again")
+        await page.click("#save-backend")  # refused: the name's capital W, said at its field
+        await page.wait_for_selector("#err-name:not(:empty)")
+        await save("backend-new")
         await browser.close()
 
 

@@ -55,6 +55,7 @@ async def test_a_backend_is_checked_as_the_config_file_checks_it(server: UiServe
     await expect(page.locator("#err-url")).to_contain_text("must start with http:// or https://")
     await expect(page.locator("#err-headers")).to_contain_text("'X-Other' has no value")
     await expect(page.locator("#headers")).to_have_value("X-Token\nX-Other")  # names only
+    await expect(page.locator("#retype-secrets")).to_contain_text("type the ones you gave again")
     assert SECRET not in await page.content()
 
     await page.fill("#name", "py")  # the config file's

@@ -44,6 +44,7 @@ class BackendPages:
         at: dict[str, list[str]] | None = None,
         general: list[str] | None = None,
         http_status: int = 200,
+        retype: bool = False,
     ) -> Response:
         return self.ui.render(
             ctx,
@@ -56,6 +57,7 @@ class BackendPages:
             transports=TRANSPORTS,
             auth_types=AUTH_TYPES,
             auth_places=AUTH_PLACES,
+            retype=retype,
         )
 
     async def new(self, ctx: PageContext) -> Response:
@@ -109,6 +111,9 @@ class BackendPages:
             shown.transport = form.transport
             shown.env, shown.headers = names_only(form.env, "="), names_only(form.headers, ":")
             shown.secret_stored = bool(stored and from_entry(stored).secret_stored)
-            return self._form(ctx, shown, editing=editing, at=at, general=general, http_status=422)
+            typed = bool(form.auth_secret) or "=" in form.env or ":" in form.headers
+            return self._form(
+                ctx, shown, editing=editing, at=at, general=general, http_status=422, retype=typed
+            )
         await managed.put(entry, checked.config, actor=ctx.actor)
         return RedirectResponse(f"/backends#backend-{checked.config.name}", status_code=303)
