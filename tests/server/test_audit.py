@@ -437,3 +437,38 @@ async def test_cli_changes_are_recorded_and_listed(tmp_path: Path, api_env: None
     lines = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
     assert [(r["action"], r["via"], r["tenant"]) for r in lines] == [("key.created", "cli", "acme")]
     assert lines[0]["actor"].startswith("cli:")
+
+
+async def test_cli_logout_of_an_oauth_backend_is_recorded(tmp_path: Path, api_env: None) -> None:
+    """`toolweave logout` forgets the local grant and records `oauth.disconnected`, as the UI's
+    Disconnect does; a logout with nothing to forget records nothing."""
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from toolweave.cli import app
+    from toolweave.store import ALL_TENANTS, AuditRepository, Database, OAuthTokenRepository
+
+    database = f"sqlite:///{tmp_path / 'cli.db'}"
+    config = tmp_path / "toolweave.toml"
+    config.write_text(
+        f'[gateway]\ndatabase = "{database}"\n\n[[backends]]\nname = "remote"\n'
+        'url = "http://127.0.0.1:9/mcp"\n\n[backends.oauth]\n'
+    )
+    db = Database.from_url(database)
+    await db.start()
+    try:
+        await OAuthTokenRepository(db).put(None, "local", "remote", {"tokens": {"access_token": "a"}})
+        runner = CliRunner()
+
+        def run(*args: str) -> Any:
+            return runner.invoke(app, [*args, "-c", str(config)], catch_exceptions=False)
+
+        for expected in ("Logged out of remote", "Not logged in to remote"):
+            done = await asyncio.to_thread(run, "logout", "remote")
+            assert done.exit_code == 0 and expected in done.output, done.output
+        records = await AuditRepository(db).list(ALL_TENANTS, limit=10)
+    finally:
+        await db.close()
+    assert [(r.action, r.via, r.object_id) for r in records] == [("oauth.disconnected", "cli", "remote")]
+    assert records[0].actor.startswith("cli:")

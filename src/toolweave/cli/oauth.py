@@ -104,11 +104,26 @@ def logout(backend: BackendArgument, config: ConfigOption = None) -> None:
     target = _oauth_backend(cfg, backend)
 
     async def run() -> bool:
-        from toolweave.credentials.backends import LOCAL
+        from toolweave.actor import cli_actor
+        from toolweave.credentials.backends import LOCAL, OAuthBackends
+        from toolweave.store import AuditRepository, OAuthTokenRepository
 
-        async with grants_of(cfg, interactive=True) as grants:
-            assert grants is not None
-            return await grants.logout(target, LOCAL)
+        async with _database(cfg) as db:
+            grants = OAuthBackends(OAuthTokenRepository(db, via="cli"), interactive=True)
+            try:
+                forgot = await grants.logout(target, LOCAL)
+            finally:
+                await grants.close()
+            if forgot:  # as the UI's Disconnect records it
+                await AuditRepository(db).record(
+                    cli_actor(),
+                    "oauth.disconnected",
+                    tenant=None,
+                    object_type="backend",
+                    object_id=target.name,
+                    object_name=target.name,
+                )
+            return forgot
 
     import asyncio
 
@@ -137,15 +152,26 @@ async def grants_of(cfg: Config, *, interactive: bool) -> AsyncIterator[OAuthBac
         yield None
         return
     from toolweave.credentials.backends import OAuthBackends
-    from toolweave.store import Database, OAuthTokenRepository
+    from toolweave.store import OAuthTokenRepository
+
+    async with _database(cfg) as db:
+        grants = OAuthBackends(OAuthTokenRepository(db, via="cli"), interactive=interactive)
+        try:
+            yield grants
+        finally:
+            await grants.close()
+
+
+@contextlib.asynccontextmanager
+async def _database(cfg: Config) -> AsyncIterator[Any]:
+    """The config's database (`gateway.database`), started, closed after."""
+    from toolweave.store import Database
 
     db = Database.from_url(cfg.gateway.database)
     await db.start()
-    grants = OAuthBackends(OAuthTokenRepository(db, via="cli"), interactive=interactive)
     try:
-        yield grants
+        yield db
     finally:
-        await grants.close()
         await db.close()
 
 
