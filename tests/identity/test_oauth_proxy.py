@@ -396,7 +396,7 @@ async def test_every_bad_request_gets_its_own_oauth_error(
         assert _error(await http.post("/oauth/revoke", data={"client_id": client_id}), 400, "invalid_request")
 
 
-async def test_deleting_a_tenant_revokes_its_peoples_tokens(
+async def test_deleting_a_tenant_or_the_operator_revokes_peoples_tokens(
     sqlite_app: AppFactory, idp: OidcProvider, port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("toolweave.identity.proxy.LIVE_SECONDS", 0.0)  # as another replica would see it
@@ -414,6 +414,18 @@ async def test_deleting_a_tenant_revokes_its_peoples_tokens(
         await TenantRepository(app.state.runtime.db).delete("acme")
         assert (await _list(http, tokens["carol@acme"])).status_code == 401
         assert (await _list(http, tokens["dave@globex"])).status_code == 200
+        # the operator's command ends a person's grants on every gateway on the database
+        from typer.testing import CliRunner
+
+        from toolweave.cli import app as cli
+
+        def revoke(*args: str) -> Any:
+            return CliRunner().invoke(cli, ["proxy", "revoke", *args, "--database", api.url])
+
+        assert (await asyncio.to_thread(revoke)).exit_code == 2  # nothing named
+        done = await asyncio.to_thread(revoke, "--subject", "dave@globex")
+        assert done.exit_code == 0 and done.stdout.strip() == "1", done.output
+        assert (await _list(http, tokens["dave@globex"])).status_code == 401
 
 
 async def test_a_client_id_metadata_document_is_a_client(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from toolweave.cli import audit, clients, export, federate, keys, oauth, runs, serve, tools, validate
+from toolweave.cli import audit, clients, export, federate, keys, oauth, proxy, runs, serve, tools, validate
 
 app = typer.Typer(
     name="toolweave",
@@ -40,6 +40,7 @@ app.command()(tools.call)
 app.command()(validate.validate)
 app.add_typer(keys.keys_app, name="keys")
 app.add_typer(runs.runs_app, name="runs")
+app.add_typer(proxy.proxy_app, name="proxy")
 app.command()(audit.audit)
 app.command("export")(export.export_command)
 app.command()(federate.federate)

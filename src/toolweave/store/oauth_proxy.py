@@ -261,6 +261,27 @@ class OAuthProxyRepository:
                 )
         return bool(result.rowcount)
 
+    async def revoke_matching(
+        self,
+        actor: Actor | None,
+        *,
+        tenant: str | None = None,
+        subject: str | None = None,
+        client_id: str | None = None,
+    ) -> int:
+        """End every live grant matching all the given fields (none given: every grant); how many."""
+        mine = [oauth_proxy_grants.c.revoked_at.is_(None)]
+        if tenant is not None:
+            mine.append(oauth_proxy_grants.c.tenant == tenant)
+        if subject is not None:
+            mine.append(oauth_proxy_grants.c.subject == subject)
+        if client_id is not None:
+            mine.append(oauth_proxy_grants.c.client_id == client_id)
+        async with self._db.read() as conn:
+            ids = [row.id for row in (await conn.execute(select(oauth_proxy_grants.c.id).where(*mine))).all()]
+        reason = "revoked by the operator"
+        return sum([await self.revoke_grant(grant_id, actor, reason) for grant_id in ids])
+
     # signing keys
 
     async def signing_keys(self) -> list[tuple[str, bytes, float | None]]:
