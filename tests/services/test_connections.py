@@ -52,3 +52,48 @@ async def test_a_replaced_session_finishes_the_calls_it_is_serving(header_url: s
         await resolver.close()
         await shared.stop()
         await db.close()
+
+
+class _Connections:
+    """Every tenant has a connection to every backend (the resolver only asks for it)."""
+
+    async def get(self, tenant: str | None, backend: str) -> dict[str, str]:
+        return {"X-Token": f"{tenant}-{backend}"}
+
+
+class _HttpApi:
+    """An HTTP API backend as the resolver sees it: `connection_view` makes a tenant's view."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.config = config(http_backend(name, "http://127.0.0.1:9/mcp")).backends[0]
+        self.views = 0
+
+    def connection_view(self, headers: dict[str, str], label: str) -> object:
+        self.views += 1
+        return _View()
+
+
+class _View:
+    async def stop(self) -> None:
+        return None
+
+
+async def test_a_redefined_backend_drops_every_tenants_session_to_it() -> None:
+    """An edit of a backend in the UI (`ManagedBackends`) must not leave tenants on the old definition."""
+    resolver = TenantBackends(_Connections())  # type: ignore[arg-type]
+    edited, other = _HttpApi("edited"), _HttpApi("other")
+    for tenant in ("alice", "bob"):
+        for backend in (edited, other):
+            await resolver(backend, Session(tenant=tenant))  # type: ignore[arg-type]
+    assert sorted(resolver.opened()) == [
+        ("alice", "edited"),
+        ("alice", "other"),
+        ("bob", "edited"),
+        ("bob", "other"),
+    ]
+    resolver.forget_backend("edited")
+    assert sorted(resolver.opened()) == [("alice", "other"), ("bob", "other")]
+    await resolver(edited, Session(tenant="alice"))  # type: ignore[arg-type]
+    assert edited.views == 3 and other.views == 2  # alice's is opened again, from the new definition
+    await resolver.close()

@@ -93,6 +93,12 @@ class TenantBackends:
         if found is not None and found[1] is not _NONE:
             self._close_later(found[1])
 
+    def forget_backend(self, backend: str) -> None:
+        """The backend itself was redefined (an edit in the UI): every tenant's session to the old one
+        closes, and the next call opens one to the new definition."""
+        for key in [key for key in self._cache if key[1] == backend]:
+            self.forget(key[0], backend)
+
     def _close_later(self, backend: Backend) -> None:
         drained = getattr(backend, "stop_when_idle", None)  # calls it is serving finish first
         task = asyncio.get_running_loop().create_task(drained() if drained else backend.stop())

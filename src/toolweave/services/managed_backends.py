@@ -11,6 +11,7 @@ config file (or a federated namespace) uses is refused: those are changed where 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,9 +56,17 @@ def check_entry(entry: dict[str, Any], gateway: Gateway, *, taken: set[str]) -> 
 class ManagedBackends:
     """The operator's backends: validated, stored, started."""
 
-    def __init__(self, gateway: Gateway, repo: ManagedBackendRepository) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        repo: ManagedBackendRepository,
+        replaced: Callable[[str], None] | None = None,
+    ) -> None:
+        """`replaced(name)`: told when a backend is (re)started from a new definition, so sessions
+        opened from the old one (tenants' connections) are closed."""
         self.gateway = gateway
         self.repo = repo
+        self._replaced = replaced
         self.managed: set[str] = set()
         """Names of the backends this service started (the UI offers Edit for these only)."""
         self._seen: dict[str, float] = {}
@@ -83,8 +92,13 @@ class ManagedBackends:
         created, stored_at = await self.repo.put(entry, config.transport, actor=actor)
         self.managed.add(config.name)
         self._seen[config.name] = stored_at
-        await self.gateway.put_backend(config)
+        await self._start(config)
         return created
+
+    async def _start(self, config: BackendConfig) -> None:
+        await self.gateway.put_backend(config)
+        if self._replaced is not None:
+            self._replaced(config.name)
 
     async def start(self) -> None:
         """Start every stored backend (at the gateway's start)."""
@@ -122,4 +136,4 @@ class ManagedBackends:
             )
             return
         self.managed.add(name)
-        await self.gateway.put_backend(checked.config)
+        await self._start(checked.config)

@@ -150,7 +150,9 @@ class ServerRuntime:
             call_rates=self.call_rates,
             tracer=self.tracing,
         )
-        self.managed_backends = ManagedBackends(self.gateway, ManagedBackendRepository(self.db))
+        self.managed_backends = ManagedBackends(
+            self.gateway, ManagedBackendRepository(self.db), replaced=self.tenant_backends.forget_backend
+        )
         """Backends the operator added in the web UI (stored encrypted, started with the gateway)."""
         self.takeover = RunTakeover(self.gateway, self.runs, self.events.publish, self.metrics.instance)
         """Resumes the runs of gateways whose lease lapsed (`services.takeover`)."""
