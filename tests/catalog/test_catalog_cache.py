@@ -46,7 +46,14 @@ def workflow(name: str, tool: str, **extra: Any) -> dict[str, Any]:
 def register(
     gateway: Gateway, namespace: str, tenant: str | None, schema: dict[str, Any] | None = None
 ) -> Any:
-    raw = [{"name": f"t{i}", "inputSchema": schema or {"type": "object"}} for i in range(3)]
+    raw = [
+        {
+            "name": f"t{i}",
+            "description": f"Look up {namespace} record {i}",
+            "inputSchema": schema or {"type": "object"},
+        }
+        for i in range(3)
+    ]
     found, problems = read_manifest(namespace, raw, 256)
     assert found is not None, problems
     assert gateway.federation.check(found, tenant) == []
@@ -142,3 +149,21 @@ async def test_a_registration_reuses_everything_it_did_not_change(monkeypatch: p
         assert all(after[name] is entry for name, entry in before.items()), "unchanged entries were rebuilt"
         assert after["fed1__t0"]._validator is not None  # its compiled argument validator kept
         assert {"fed2__t0", "fed2__t1", "fed2__t2"} <= after.keys()
+
+
+async def test_search_mode_splits_and_stems_only_new_tools() -> None:
+    async with Gateway(parse_config({"gateway": {"tool_exposure": "search"}})) as gateway:
+        register(gateway, "fed1", "a")
+        assert gateway.catalog.index is not None
+        before = {
+            tool.name: gateway.catalog_cache.search_terms[id(tool)][1] for tool in gateway.catalog.index.tools
+        }
+        register(gateway, "fed2", "a")
+        index, again = gateway.catalog.index, fresh(gateway).index
+        assert index is not None and again is not None
+        terms = {tool.name: gateway.catalog_cache.search_terms[id(tool)][1] for tool in index.tools}
+        assert all(terms[name] is found for name, found in before.items()), "unchanged tools indexed again"
+        assert [t.name for t in index.tools] == [t.name for t in again.tools] and "fed2__t0" in terms
+        assert index.postings == again.postings
+        for query in ("look up fed2 record", "record 1", "fed1"):
+            assert gateway.catalog.search(query, 5, "a") == fresh(gateway).search(query, 5, "a")

@@ -24,6 +24,7 @@ from toolweave.catalog.search import (
     FIND_TOOLS,
     SEARCH_TOOLS,
     BackendText,
+    DocumentTerms,
     SearchDocument,
     ToolIndex,
 )
@@ -508,7 +509,8 @@ class Catalog:
         self.list_composites = config.search.list_composites
         self.list_found = config.search.list_found
         if config.gateway.tool_exposure == "search":
-            self.index = ToolIndex(self.search_documents())
+            known = self._cache.search_terms if self._cache is not None else None
+            self.index = ToolIndex(self.search_documents(), known)
 
     def search_documents(self) -> list[SearchDocument]:
         """Every listed tool with the text its backend and its config add to what it says itself
@@ -584,7 +586,8 @@ class CatalogCache:
     every composite (its plan, its schemas) — a cost growing with every tenant's tools, paid on the
     event loop. With the cache a build replays the unchanged backends' entries and the unchanged
     composites (the same `Entry` objects, so their compiled argument validators are kept too), and
-    derives only what changed. Name conflicts, references and listings are resolved afresh each
+    derives only what changed (search mode's index, too, splits and stems only new tools' texts).
+    Name conflicts, references and listings are resolved afresh each
     build, in the same order, so a snapshot is exactly what a build without the cache makes.
     `start`/`finish` around a gateway's own build forget what it no longer used.
     """
@@ -593,6 +596,8 @@ class CatalogCache:
         self._backends: dict[int, BackendRows] = {}
         self._composites: dict[int, _BuiltComposite] = {}
         self._used: set[int] = set()
+        self.search_terms: DocumentTerms = {}
+        """Each listed tool's terms in search mode's index (the index keeps only the current ones)."""
 
     def start(self) -> None:
         self._used = set()

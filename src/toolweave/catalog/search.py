@@ -217,6 +217,26 @@ def _parameter_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return names, texts
 
 
+FieldTerms = dict[str, Any]
+DocumentTerms = dict[int, tuple[SearchDocument, FieldTerms]]
+"""A tool object's id → (its document, its terms by field): what an index may reuse."""
+
+
+def _terms_of(doc: SearchDocument, known: DocumentTerms | None) -> FieldTerms:
+    """`doc`'s terms by field: splitting, stop words and stemming of every text it holds, the costly
+    part of indexing, done once per tool object while its texts stay the same."""
+    found = known.get(id(doc.tool)) if known is not None else None
+    if found is not None and found[0].tool is doc.tool and found[0] == doc:
+        return found[1]
+    terms = {
+        **{name: document_terms(text) for name, text in doc.fields().items()},
+        "name_pairs": word_pairs(doc.tool.name),
+    }
+    if known is not None:
+        known[id(doc.tool)] = (doc, terms)
+    return terms
+
+
 class ToolIndex:
     """An immutable BM25F index, rebuilt with each catalog snapshot.
 
@@ -224,17 +244,19 @@ class ToolIndex:
     up precomputed numbers from its terms' postings and never looks at a tool that shares no term.
     """
 
-    def __init__(self, documents: Iterable[SearchDocument | types.Tool]) -> None:
+    def __init__(
+        self, documents: Iterable[SearchDocument | types.Tool], known: DocumentTerms | None = None
+    ) -> None:
+        """`known`: each document's terms from an earlier index, reused for a document whose tool is
+        the same object (and whose backend text and keywords are equal); updated to this index's."""
         docs = [doc if isinstance(doc, SearchDocument) else SearchDocument(doc) for doc in documents]
         self.documents = docs
         self.tools = [doc.tool for doc in docs]
-        field_terms = [
-            {
-                **{name: document_terms(text) for name, text in doc.fields().items()},
-                "name_pairs": word_pairs(doc.tool.name),
-            }
-            for doc in docs
-        ]
+        field_terms = [_terms_of(doc, known) for doc in docs]
+        if known is not None:
+            kept = {id(doc.tool) for doc in docs}
+            for key in [key for key in known if key not in kept]:
+                del known[key]
         self.postings = _postings(field_terms)
         self.vocabulary = frozenset(self.postings)
         self.services = _services(docs, self.postings)
