@@ -18,13 +18,15 @@ import pytest
 
 from support.configs import python_backend
 from support.fixtures import OpenGateway
+from support.processes import free_port
 from support.serving import serve_asgi
 from toolweave import sdk_compat
 from toolweave.server.app import create_app
+from toolweave.server.mcp import shared
 from toolweave.server.mcp.shared import SessionSharing
 
 REDIS_ENV = "TOOLWEAVE_TEST_REDIS_URL"
-pytestmark = pytest.mark.skipif(not os.environ.get(REDIS_ENV), reason=f"set {REDIS_ENV}")
+needs_redis = pytest.mark.skipif(not os.environ.get(REDIS_ENV), reason=f"set {REDIS_ENV}")
 HEADERS = {
     "accept": "application/json, text/event-stream",
     "content-type": "application/json",
@@ -79,6 +81,7 @@ async def eventually(check: Callable[[], Awaitable[bool] | bool], what: str) -> 
             await asyncio.sleep(0.05)
 
 
+@needs_redis
 async def test_a_session_and_what_its_client_set_move_between_gateways(open_gateway: OpenGateway) -> None:
     async with two_gateways(open_gateway) as [(first, first_app), (second, second_app)]:
         opened = await rpc(
@@ -130,3 +133,28 @@ async def test_a_session_and_what_its_client_set_move_between_gateways(open_gate
         await eventually(lambda: session not in sdk_compat.open_sessions(manager), "the first's copy to end")
         assert (await rpc(first, "tools/list", session=session)).status_code == 404
         assert second_app is not None
+
+
+async def test_a_broker_that_failed_is_not_asked_again_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis unreachable: the first command fails (the session is not shared), and for DOWN_SECONDS
+    the store answers "unknown" without asking, so a stuck broker cannot hold every initialize."""
+    monkeypatch.setattr(shared, "DOWN_SECONDS", 0.3)
+    sharing = SessionSharing(f"redis://127.0.0.1:{free_port()}/0", "toolweave:test-down", idle_seconds=60)
+    asked = 0
+    real = sharing.redis.hgetall
+
+    async def counted(*args: Any) -> Any:
+        nonlocal asked
+        asked += 1
+        return await real(*args)
+
+    monkeypatch.setattr(sharing.redis, "hgetall", counted)
+    try:
+        assert await sharing.load("s1") is None and asked == 1 and not sharing.available
+        assert await sharing.load("s1") is None and asked == 1  # not asked while it is down
+        assert not await sharing.save("s1", {"path": "/mcp"})
+        await asyncio.sleep(0.35)
+        assert sharing.available
+        assert await sharing.load("s1") is None and asked == 2  # asked again after the pause
+    finally:
+        await sharing.close()

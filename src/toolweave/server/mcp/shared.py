@@ -49,6 +49,10 @@ TOUCH_SECONDS = 15.0
 """A session's record expiry is renewed at most this often per replica (in the background)."""
 REDIS_SECONDS = 2.0
 """A Redis command that takes longer is given up (the broker is down or stuck)."""
+DOWN_SECONDS = 5.0
+"""After a failed Redis command, the session store is not asked for this long (a stuck broker would
+otherwise hold every `initialize` and adoption for `REDIS_SECONDS`); the listener's reconnection or
+the next command after it ends the pause."""
 MAX_RECORD_BYTES = 256 * 1024
 """A session record (client params, state) larger than this is not shared (the session stays local)."""
 MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -83,6 +87,12 @@ class SessionSharing:
         self.adopted_listeners: list[Callable[[str, Principal], None]] = []
         """Told of each session adopted here (the session quota counts and revokes it like its own)."""
         self._down_logged = False
+        self._down_until = 0.0
+
+    @property
+    def available(self) -> bool:
+        """False for `DOWN_SECONDS` after Redis failed: the store answers "unknown" at once meanwhile."""
+        return time.monotonic() >= self._down_until
 
     # -- life ------------------------------------------------------------------------------
 
@@ -124,6 +134,8 @@ class SessionSharing:
 
     async def save(self, session_id: str, fields: Mapping[str, bytes | str]) -> bool:
         """Write (part of) a session's record and renew its expiry; False when Redis failed."""
+        if not self.available:
+            return False
         try:
             async with asyncio.timeout(REDIS_SECONDS):
                 async with self.redis.pipeline(transaction=True) as pipe:
@@ -138,6 +150,8 @@ class SessionSharing:
         return True
 
     async def load(self, session_id: str) -> dict[str, bytes] | None:
+        if not self.available:
+            return None
         try:
             async with asyncio.timeout(REDIS_SECONDS):
                 record = await self.redis.hgetall(self.key(session_id))
@@ -151,6 +165,8 @@ class SessionSharing:
     async def forget(self, session_id: str) -> None:
         """The session ended (DELETE, a revoked key): no replica serves it any more."""
         self._touched.pop(session_id, None)
+        if not self.available:
+            return
         try:
             async with asyncio.timeout(REDIS_SECONDS):
                 await self.redis.delete(self.key(session_id))
@@ -170,6 +186,8 @@ class SessionSharing:
         self._spawn(self._expire(session_id))
 
     async def _expire(self, session_id: str) -> None:
+        if not self.available:
+            return
         try:
             async with asyncio.timeout(REDIS_SECONDS):
                 await self.redis.expire(self.key(session_id), self.idle)
@@ -184,6 +202,8 @@ class SessionSharing:
     async def counted(self, session_id: str, principal: Principal) -> None:
         """A session `principal` opened here, counted against its limits on every replica."""
         tenant, label = principal
+        if not self.available:
+            return
         try:
             async with asyncio.timeout(REDIS_SECONDS):
                 async with self.redis.pipeline(transaction=False) as pipe:
@@ -197,6 +217,8 @@ class SessionSharing:
         """Key label → the live sessions of a tenant across replicas (ended ones are forgotten now);
         None when Redis cannot say. Bounded by the tenant's session limit."""
         key = self._tenant_key(tenant)
+        if not self.available:
+            return None
         try:
             async with asyncio.timeout(REDIS_SECONDS):
                 members = [m.decode() for m in await self.redis.smembers(key)]
@@ -221,6 +243,8 @@ class SessionSharing:
 
     async def publish(self, message: dict[str, Any]) -> None:
         message["from"] = self.instance
+        if not self.available:
+            return
         try:
             async with asyncio.timeout(REDIS_SECONDS):
                 await self.redis.publish(self.channel, orjson.dumps(message))
@@ -243,6 +267,7 @@ class SessionSharing:
                 pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
                 await pubsub.subscribe(self.channel)
                 self._down_logged = False
+                self._down_until = 0.0
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         await self._heard(message["data"])
@@ -276,6 +301,7 @@ class SessionSharing:
                     logger.exception("shared session %s: message %r failed", session_id, message.get("t"))
 
     def _down(self, error: BaseException) -> None:
+        self._down_until = time.monotonic() + DOWN_SECONDS
         if not self._down_logged:
             self._down_logged = True
             logger.warning(
