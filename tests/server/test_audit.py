@@ -71,6 +71,7 @@ UI_NOT_EXERCISED = {
 """Audited, but not called by `test_every_ui_change_writes_exactly_one_record`."""
 UI_NOT_CHANGES = {
     ("POST", "/build/{kind}/check"): "checks a form, stores nothing",
+    ("POST", "/backends/check"): "checks the backend form, stores nothing",
     ("POST", "/tools/{name:path}/describe"): "a preview, stores nothing",
     ("POST", "/tools/{name:path}/try"): "a call",
     ("POST", "/calls/{call_id}/answer"): "answers a question inside a call",

@@ -45,6 +45,12 @@ async def page(browser: Any) -> AsyncIterator[Any]:
 async def test_a_backend_is_checked_as_the_config_file_checks_it(server: UiServer, page: Any) -> None:
     await page.goto(f"{server.url}/backends")
     await page.click("#add-backend")
+    # as you type, the field you changed speaks up; the untouched ones (an empty command) stay quiet
+    await page.fill("#name", "Bad Name")
+    await expect(page.locator("#err-name")).to_contain_text("must match ^[a-z0-9]")
+    await expect(page.locator(".field-problem:not(:empty)")).to_have_count(1)
+    await page.fill("#name", "fine")
+    await expect(page.locator("#err-name")).to_be_empty()
     await page.fill("#name", "Bad Name")
     await page.select_option("#transport", "http")
     await expect(page.locator("#command")).to_be_hidden()  # the fields of the chosen kind only

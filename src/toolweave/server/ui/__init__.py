@@ -65,6 +65,7 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
     routes += [
         Route("/backends/new", ui.page(added.new, scope=ADMIN), methods=["GET"]),
         Route("/backends/new", ui.page(added.create, scope=ADMIN), methods=["POST"]),
+        Route("/backends/check", ui.page(added.check, scope=ADMIN), methods=["POST"]),
         Route("/backends/{name}/edit", ui.page(added.edit, scope=ADMIN), methods=["GET"]),
         Route("/backends/{name}/edit", ui.page(added.update, scope=ADMIN), methods=["POST"]),
         Route("/resources", ui.page(served.resources), methods=["GET"]),

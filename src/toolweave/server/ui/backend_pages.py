@@ -11,6 +11,7 @@ from toolweave.server.ui.app import PageContext, UiApp
 from toolweave.server.ui.backend_forms import (
     AUTH_PLACES,
     AUTH_TYPES,
+    FIELDS,
     TRANSPORTS,
     BackendForm,
     from_entry,
@@ -19,6 +20,7 @@ from toolweave.server.ui.backend_forms import (
     read_form,
     to_entry,
 )
+from toolweave.server.ui.builder_pages import touched_of
 
 OPERATOR_ONLY = (
     "Backends are shared by every tenant (and a stdio backend runs a command on the gateway's host): "
@@ -84,6 +86,27 @@ class BackendPages:
         if await self._stored(ctx, name) is None:
             return self._not_editable(ctx, name)
         return await self._save(ctx, name)
+
+    async def check(self, ctx: PageContext) -> Response:
+        """Check as you type (stores nothing): the problems of the fields the user changed, by the same
+        validation as a save, each at its field (the others stay quiet until a save)."""
+        refused = self._refused(ctx)
+        if refused is not None:
+            return refused
+        posted = await ctx.request.form()
+        form = read_form(posted)
+        editing = str(posted.get("editing") or "") or None
+        stored = await self._stored(ctx, editing) if editing is not None else None
+        if editing is not None and stored is None:
+            return self._not_editable(ctx, editing)
+        entry = to_entry(form, stored)
+        at, _general = place(
+            [*form.problems, *ctx.runtime.managed_backends.check(entry, replacing=editing).problems]
+        )
+        touched = touched_of(posted)
+        return self.ui.render(
+            ctx, "_backend_check.html", at={k: v for k, v in at.items() if k in touched}, fields=FIELDS
+        )
 
     async def _stored(self, ctx: PageContext, name: str) -> dict[str, object] | None:
         managed = ctx.runtime.managed_backends

@@ -36,14 +36,14 @@
     if (target && target.id === "yaml" && document.activeElement === target) event.detail.shouldSwap = false;
   });
 
-  // The builder shows a field's problems only once the user changed it (or saved): a form just opened
+  // The builders (and the backend form) show a field's problems only once the user changed it (or saved): a form just opened
   // is not red. Each changed field's name goes into the form's `touched`, which every check and post
   // carries; the capture phase runs before htmx reads the form for the check this input triggers.
   var UNTRACKED = { csrf: 1, touched: 1, q: 1, format: 1 };
   function touch(event) {
     var field = event.target;
     var form = field && field.form;
-    if (!form || form.id !== "builder" || !field.name || UNTRACKED[field.name]) return;
+    if (!form || !field.name || UNTRACKED[field.name]) return;
     var kept = form.elements.namedItem("touched");
     if (!kept) return;
     var name = field.name === "yaml" ? "*" : field.name;  // the text was written: every problem shows
