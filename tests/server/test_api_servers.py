@@ -265,3 +265,72 @@ async def test_a_refused_server_names_every_problem_and_stores_nothing(sqlite_ap
         assert kept["version"] == 1 and [t["name"] for t in kept["tools"]] == ["greeter"]
     records = await api.runtime.audit.list("alice")
     assert [r.action for r in records if r.object_type == "server"] == ["server.created"]
+
+
+async def test_the_ui_builder_defines_and_edits_a_server(sqlite_app: AppFactory) -> None:
+    """New server: a catalog search's Add puts a tool in the form, a refused save shows the problem
+    beside its field and stores nothing, a save serves it; its page links to Edit, which saves a new
+    version and keeps what the form does not show. A tenant cannot edit the file's or another's."""
+    import re
+
+    api = await sqlite_app(config(), require_auth=True)
+    alice = await api.key("alice", READ, CALL, ADMIN)
+    bob = await api.key("bob", READ, CALL, ADMIN)
+    async with api.client(alice) as rest, api.client() as a, api.client() as b:
+        await log_in(a, alice)
+        await log_in(b, bob)
+        page = await a.get("/servers/new")
+        assert page.status_code == 200 and 'id="server-form"' in page.text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert csrf is not None
+        form = {"csrf": csrf.group(1), "name": "desk", "title": "Desk", "tools": "greeter", "q": "multiply"}
+        searched = await a.post("/servers/new", data={**form, "action": "search"})
+        assert 'value="py__multiply"' in searched.text  # the result's Add button
+        picked = await a.post("/servers/new", data={**form, "pick": "py__multiply"})
+        assert "greeter\npy__multiply</textarea>" in picked.text
+        refused = await a.post(
+            "/servers/new", data={**form, "tools": "greeter\nnothing_here", "action": "save"}
+        )
+        assert refused.status_code == 422
+        slot = re.search(r'id="err-tools"[^>]*>([^<]*)<', refused.text)
+        assert slot is not None and "tools[1]: &#39;nothing_here&#39; matches no listed tool" in slot.group(
+            1
+        ), refused.text[refused.text.find('id="err-') :][:2500]
+        assert (await rest.get(f"{API}/servers/desk")).status_code == 404
+        saved = await a.post(
+            "/servers/new", data={**form, "tools": "greeter\npy__multiply", "action": "save"}
+        )
+        assert saved.status_code == 303 and saved.headers["location"] == "/servers/desk"
+        await rest.patch(f"{API}/servers/desk", json={"definition": {"hide": ["greeter"]}})  # not on the form
+        shown = await a.get("/servers/desk")
+        assert 'id="edit-server"' in shown.text
+        edit = await a.get("/servers/desk/edit")
+        assert edit.status_code == 200 and ">Desk<" not in edit.text and 'value="Desk"' in edit.text
+        changed = {
+            **form,
+            "title": "Front desk",
+            "tools": "greeter\npy__multiply\npy__greet",
+            "action": "save",
+        }
+        assert (await a.post("/servers/desk/edit", data=changed)).status_code == 303
+        body = (await rest.get(f"{API}/servers/desk")).json()
+        assert (body["version"], body["title"], body["definition"]["hide"]) == (3, "Front desk", ["greeter"])
+        assert sorted(t["name"] for t in body["tools"]) == ["py__greet", "py__multiply"]
+        assert (await a.get("/servers/open/edit")).status_code == 404  # the config file's
+        assert (await b.get("/servers/desk/edit")).status_code == 404
+    records = await api.runtime.audit.list("alice")
+    assert [(r.action, r.via) for r in records if r.object_type == "server"][::-1] == [
+        ("server.created", "ui"),
+        ("server.updated", "rest"),
+        ("server.updated", "ui"),
+    ]
+
+
+async def log_in(client: httpx.AsyncClient, key: str) -> None:
+    import re
+
+    form = await client.get("/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf is not None
+    posted = await client.post("/login", data={"key": key, "csrf": csrf.group(1), "next": "/"})
+    assert posted.status_code == 303, posted.text

@@ -61,6 +61,8 @@ UI_CHANGES: dict[tuple[str, str], str] = {
     ("POST", "/backends/{name}/reconnect"): "backend.reconnected",
     ("POST", "/backends/new"): "backend.created",
     ("POST", "/backends/{name}/edit"): "backend.updated",
+    ("POST", "/servers/new"): "server.created",
+    ("POST", "/servers/{name}/edit"): "server.updated",
 }
 UI_NOT_EXERCISED = {
     (
@@ -394,6 +396,9 @@ async def _one_each_ui(api: ApiApp, client: httpx.AsyncClient) -> list[tuple[str
     }
     await post(("POST", "/backends/new"), "/backends/new", added)
     await post(("POST", "/backends/{name}/edit"), "/backends/later/edit", {**added, "headers": "X-Key"})
+    desk = {"name": "uidesk", "tools": "py__greet", "action": "save"}
+    await post(("POST", "/servers/new"), "/servers/new", desk)
+    await post(("POST", "/servers/{name}/edit"), "/servers/uidesk/edit", {**desk, "title": "UI desk"})
     return done
 
 

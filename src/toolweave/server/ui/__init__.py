@@ -24,6 +24,7 @@ from toolweave.server.ui.live_calls import LiveCalls
 from toolweave.server.ui.live_pages import LivePages
 from toolweave.server.ui.pages import Pages
 from toolweave.server.ui.resource_pages import ResourcePages
+from toolweave.server.ui.server_builder import ServerBuilder
 from toolweave.server.ui.server_pages import ServerPages
 from toolweave.server.ui.sso import SingleSignOn
 from toolweave.services.runtime import ServerRuntime
@@ -60,6 +61,7 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
     sso = SingleSignOn(ui, tokens, public_url)
     ui.sso_buttons = sso.buttons()
     servers = ServerPages(ui)
+    server_builder = ServerBuilder(ui)
     served = ResourcePages(ui)
     added = BackendPages(ui)
     routes += [
@@ -74,6 +76,10 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
         Route("/login/sso/callback", ui.page(sso.callback, scope=PUBLIC), methods=["GET"]),
         Route("/login/sso/{index}", ui.page(sso.start, scope=PUBLIC), methods=["GET"]),
         Route("/servers", ui.page(servers.list), methods=["GET"]),
+        Route("/servers/new", ui.page(server_builder.new, scope=ADMIN), methods=["GET"]),
+        Route("/servers/new", ui.page(server_builder.create, scope=ADMIN), methods=["POST"]),
+        Route("/servers/{name}/edit", ui.page(server_builder.edit, scope=ADMIN), methods=["GET"]),
+        Route("/servers/{name}/edit", ui.page(server_builder.update, scope=ADMIN), methods=["POST"]),
         Route("/servers/{name}", ui.page(servers.show), methods=["GET"]),
         Route("/servers/{name}/try", ui.page(servers.try_tool, scope=CALL), methods=["POST"]),
         Route("/build/yaml", ui.page(builder.legacy, scope=ADMIN), methods=["GET"]),
