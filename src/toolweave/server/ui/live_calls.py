@@ -13,8 +13,9 @@ A call belongs to the browser session that started it: only that session
 can follow, answer or cancel it. Everything is bounded: calls running per
 session, calls kept, questions open per call, progress lines kept, and how
 long a finished call is kept for its page. The state lives in this
-process's memory, like the UI's sessions (a UI behind several gateways
-needs sticky sessions anyway).
+process's memory (unlike UI logins, which are in the database): behind
+several gateways without stickiness, following a call live needs its page
+to reach the gateway running it (docs/ui.md); its run record is shared.
 """
 
 from __future__ import annotations
