@@ -203,6 +203,15 @@ class Gateway:
         await backend.start()
         self.rebuild()
 
+    async def drop_backend(self, name: str) -> bool:
+        """Stop and forget a backend added while serving; its tools leave the catalog."""
+        backend = self.backends.pop(name, None)
+        if backend is None:
+            return False
+        await backend.stop()
+        self.rebuild()
+        return True
+
     def backends_starting(self) -> bool:
         """Whether a backend is still on its first connection attempt: until then, a tool it will
         offer is missing from the catalog without anything being wrong."""

@@ -63,6 +63,7 @@ UI_CHANGES: dict[tuple[str, str], str] = {
     ("POST", "/backends/{name}/edit"): "backend.updated",
     ("POST", "/servers/new"): "server.created",
     ("POST", "/servers/{name}/edit"): "server.updated",
+    ("POST", "/backends/{name}/delete"): "backend.deleted",
 }
 UI_NOT_EXERCISED = {
     (
@@ -399,6 +400,7 @@ async def _one_each_ui(api: ApiApp, client: httpx.AsyncClient) -> list[tuple[str
     desk = {"name": "uidesk", "tools": "py__greet", "action": "save"}
     await post(("POST", "/servers/new"), "/servers/new", desk)
     await post(("POST", "/servers/{name}/edit"), "/servers/uidesk/edit", {**desk, "title": "UI desk"})
+    await post(("POST", "/backends/{name}/delete"), "/backends/later/delete", {})
     return done
 
 

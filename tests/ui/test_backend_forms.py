@@ -135,3 +135,19 @@ async def test_a_backend_added_through_another_gateway_is_listed_and_editable(
     await expect(page.locator("#url")).to_have_value("http://127.0.0.1:9/mcp")
     await expect(page.locator("#headers")).to_have_value("X-Key")
     assert "elsewhere" in server.runtime.gateway.backends
+
+
+async def test_a_backend_added_here_can_be_removed(server: UiServer, page: Any) -> None:
+    await page.goto(f"{server.url}/backends/new")
+    await page.fill("#name", "brief")
+    await page.select_option("#transport", "http")
+    await page.fill("#url", "http://127.0.0.1:9/mcp")
+    await page.click("#save-backend")
+    await page.click('a[aria-label="Edit brief"]')
+    await page.click("#delete-backend")
+    await expect(page.locator("h1")).to_contain_text("Backends")
+    await expect(page.locator('#backends tr[data-backend="brief"]')).to_have_count(0)
+    assert "brief" not in server.runtime.gateway.backends
+    assert await server.runtime.managed_backends.repo.get("brief") is None
+    written = await server.runtime.audit.list(ALL_TENANTS, limit=5)
+    assert written[0].action == "backend.deleted" and written[0].object_id == "brief"

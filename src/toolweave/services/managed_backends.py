@@ -100,6 +100,20 @@ class ManagedBackends:
         if self._replaced is not None:
             self._replaced(config.name)
 
+    async def delete(self, name: str, *, actor: Actor | None) -> bool:
+        """Remove a backend added here: from the database (audited), then stop it; False if unknown."""
+        if name not in self.managed or not await self.repo.delete(name, actor=actor):
+            return False
+        await self._stop(name)
+        return True
+
+    async def _stop(self, name: str) -> None:
+        self.managed.discard(name)
+        self._seen.pop(name, None)
+        await self.gateway.drop_backend(name)
+        if self._replaced is not None:
+            self._replaced(name)
+
     async def start(self) -> None:
         """Start every stored backend (at the gateway's start)."""
         await self.refresh()
@@ -116,6 +130,8 @@ class ManagedBackends:
         changed = [name for name, at in sorted(versions.items()) if self._seen.get(name) != at]
         for name in changed:
             await self._start_stored(name, versions[name])
+        for name in [name for name in self._seen if name not in versions]:  # deleted elsewhere
+            await self._stop(name)
 
     async def _start_stored(self, name: str, stored_at: float) -> None:
         try:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import orjson
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from toolweave.actor import Actor
 from toolweave.store.audit import write_audit
@@ -94,6 +94,17 @@ class ManagedBackendRepository:
                 detail={"transport": transport, "secrets": secret_names(entry)},
             )
         return created, now
+
+    async def delete(self, name: str, *, actor: Actor | None = None) -> bool:
+        """Remove `name`; False when it was not stored. The audit record (`backend.deleted`) commits with it."""
+        async with self._db.write() as conn:
+            gone = await conn.execute(delete(managed_backends).where(managed_backends.c.name == name))
+            if gone.rowcount:
+                await write_audit(
+                    conn, actor, "backend.deleted", tenant=None, object_type="backend", object_id=name,
+                    object_name=name,
+                )  # fmt: skip
+        return bool(gone.rowcount)
 
     def _open(self, blob: bytes, name: str) -> dict[str, Any]:
         what = f"the backend {name!r} added in the UI"

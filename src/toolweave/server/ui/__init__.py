@@ -70,6 +70,7 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
         Route("/backends/check", ui.page(added.check, scope=ADMIN), methods=["POST"]),
         Route("/backends/{name}/edit", ui.page(added.edit, scope=ADMIN), methods=["GET"]),
         Route("/backends/{name}/edit", ui.page(added.update, scope=ADMIN), methods=["POST"]),
+        Route("/backends/{name}/delete", ui.page(added.delete, scope=ADMIN), methods=["POST"]),
         Route("/resources", ui.page(served.resources), methods=["GET"]),
         Route("/prompts", ui.page(served.prompts), methods=["GET"]),
         Route("/prompts/{name:path}", ui.page(served.prompt), methods=["GET"]),

@@ -87,6 +87,18 @@ class BackendPages:
             return self._not_editable(ctx, name)
         return await self._save(ctx, name)
 
+    async def delete(self, ctx: PageContext) -> Response:
+        """Remove a backend added here: stopped on this gateway at once, on the others at their next look."""
+        refused = self._refused(ctx)
+        if refused is not None:
+            return refused
+        name = ctx.request.path_params["name"]
+        if await self._stored(ctx, name) is None or not await ctx.runtime.managed_backends.delete(
+            name, actor=ctx.actor
+        ):
+            return self._not_editable(ctx, name)
+        return RedirectResponse("/backends", status_code=303)
+
     async def check(self, ctx: PageContext) -> Response:
         """Check as you type (stores nothing): the problems of the fields the user changed, by the same
         validation as a save, each at its field (the others stay quiet until a save)."""
