@@ -34,9 +34,9 @@ MIN_TEXT_LENGTH = 3
 
 def is_secret_schema(schema: Any) -> bool:
     """A property marked `writeOnly: true` or `format: password` holds a secret."""
-    return isinstance(schema, Mapping) and (
-        schema.get("writeOnly") is True or schema.get("format") == "password"
-    )
+    if type(schema) is not dict and not isinstance(schema, Mapping):  # a plain dict skips the ABC check
+        return False
+    return schema.get("writeOnly") is True or schema.get("format") == "password"
 
 
 def secret_fields(schema: Mapping[str, Any] | None) -> frozenset[str]:
