@@ -123,8 +123,14 @@ async def test_a_session_and_what_its_client_set_move_between_gateways(open_gate
             "the first gateway's copy to take the level",
         )
 
-        # another caller's copy is not made: an unknown session is the SDK's 404 on both
+        # an unknown session is the SDK's 404; so is a record holding only state (written after it
+        # expired), not a 500
         assert (await rpc(second, "tools/list", session=uuid.uuid4().hex)).status_code == 404
+        partial = uuid.uuid4().hex
+        assert await first_app.state.front.sharing.sharing.save(
+            partial, {"path": "/mcp", "tenant": "", "label": "mcp", "state": b"{}"}
+        )
+        assert (await rpc(second, "tools/list", session=partial)).status_code == 404
 
         async with httpx.AsyncClient(timeout=30) as http:
             ended = await http.delete(f"{second}/mcp", headers={**HEADERS, "mcp-session-id": session})

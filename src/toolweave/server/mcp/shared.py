@@ -374,6 +374,8 @@ class SharedEndpoint:
         record = await self.sharing.load(session_id)
         if record is None or record.get("path", b"").decode() != self.path:
             return False
+        if "version" not in record or "client" not in record:
+            return False  # only state was written (the record had expired meanwhile): not adoptable
         principal = (record.get("tenant", b"").decode(), record.get("label", b"").decode())
         if principal != principal_of(scope, self.front):
             return False  # another key's session: answered as an unknown one
