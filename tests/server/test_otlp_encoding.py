@@ -67,6 +67,7 @@ def made_spans() -> list[Any]:
             "inner", kind=SpanKind.CLIENT, links=[Link(remote, {"why": "x"})]
         ) as inner:
             inner.set_status(Status(StatusCode.ERROR, "it broke"))
+            inner.set_attributes({"yes": 1, "no": 0, "f": 1})  # equal to True, False, 1.0: cached apart
         with other.start_as_current_span("ok") as fine:
             fine.set_status(Status(StatusCode.OK))
     try:

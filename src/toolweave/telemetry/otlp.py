@@ -64,13 +64,32 @@ def _any_value(value: Any) -> bytes:
     raise Unsupported(type(value).__name__)
 
 
+_KEY_VALUES: dict[tuple[int, str, type, Any], bytes] = {}
+"""Encoded attributes by (field, key, type, value): the same few repeat on every span (a method, a
+tool's name, a backend); bounded by `_KEY_VALUES_MAX` (cleared when full)."""
+_KEY_VALUES_MAX = 4096
+_SCALARS = (str, bool, int, float)
+
+
+def _key_value(number: int, key: str, value: Any) -> bytes:
+    kind = type(value)
+    if kind not in _SCALARS:
+        return _field(number, _field(1, key.encode()) + _field(2, _any_value(value)))
+    cache_key = (number, key, kind, value)  # the type too: True and 1 are equal keys otherwise
+    found = _KEY_VALUES.get(cache_key)
+    if found is None:
+        if len(_KEY_VALUES) >= _KEY_VALUES_MAX:
+            _KEY_VALUES.clear()
+        found = _KEY_VALUES[cache_key] = _field(
+            number, _field(1, key.encode()) + _field(2, _any_value(value))
+        )
+    return found
+
+
 def _attributes(number: int, attributes: Mapping[str, Any] | None) -> bytes:
     if not attributes:
         return b""
-    return b"".join(
-        _field(number, _field(1, key.encode()) + _field(2, _any_value(value)))
-        for key, value in attributes.items()
-    )
+    return b"".join([_key_value(number, key, value) for key, value in attributes.items()])
 
 
 def _dropped(number: int, count: int) -> bytes:
