@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from support.fixtures import OpenGateway, ServeGateway, WriteConfig
+from support.inprocess import in_process_testservers
 from support.processes import http_testserver
 from support.serving import serve_mcp
 from toolweave import Gateway
@@ -25,11 +26,32 @@ pytest_plugins = ["support.api"]
 """The REST API fixtures (`api_env`, `make_app`, `sqlite_app`) for every test directory."""
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Spread the run over every core (pytest-xdist, `-n auto --dist loadscope`: a module and its
+    module fixtures stay on one worker) unless told otherwise: `-n N` (`-n 0`: in this process),
+    `-p no:xdist`, `--pdb`. Here rather than in addopts so a venv without xdist still runs."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if config.option.numprocesses is None and not config.option.usepdb:
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no" and not config.option.distload:
+            config.option.dist = "loadscope"
+
+
 @pytest.fixture(autouse=True)
 def _fast_reconnects(monkeypatch: pytest.MonkeyPatch) -> None:
     """Backends retry after 50 ms (not 250 ms doubling to 30 s) so restart tests stay fast."""
     monkeypatch.setattr(mcp_backend, "INITIAL_BACKOFF", 0.05)
     monkeypatch.setattr(mcp_backend, "MAX_BACKOFF", 0.2)
+
+
+@pytest.fixture
+def in_process_testserver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backends that run tests/servers/testserver.py run it in this process (support/inprocess.py):
+    for tests whose subject is not the stdio transport. `pytestmark =
+    pytest.mark.usefixtures("in_process_testserver")` in such a module."""
+    in_process_testservers(monkeypatch)
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ TESTSERVER = Path(__file__).resolve().parents[1] / "servers" / "testserver.py"
 
 
 @pytest.fixture
-async def gw(tmp_path: Path) -> AsyncIterator[Gateway]:
-    """Backend `t` (the test server); `t__delete_everything` denied by policy."""
+async def gw(tmp_path: Path, in_process_testserver: None) -> AsyncIterator[Gateway]:
+    """Backend `t` (the test server, in-process: the adapters are the subject, not stdio);
+    `t__delete_everything` denied by policy."""
     path = tmp_path / "toolweave.toml"
     path.write_text(
         f'[[backends]]\nname = "t"\ncommand = {json.dumps(sys.executable)}\n'

@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 
 from support.executor import MakeGateway, backend
-from support.inprocess import in_process_testservers
 from toolweave import Gateway
 
 
 @pytest.fixture(autouse=True)
-def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    in_process_testservers(monkeypatch)
+def _in_process(in_process_testserver: None) -> None:
+    """Every executor test runs the test server in-process."""
 
 
 @pytest.fixture

@@ -45,8 +45,9 @@ LLM_FORMATS = [f for f in FORMATS if f != "mcp"]
 
 
 @pytest.fixture
-async def ts_gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
-    """A started gateway with tests/servers/testserver.py as the stdio backend `ts`."""
+async def ts_gateway(tmp_path: Path, in_process_testserver: None) -> AsyncIterator[Gateway]:
+    """A started gateway with tests/servers/testserver.py as the backend `ts` (in-process: the export
+    is the subject, not stdio)."""
     async with Gateway.from_config(write_ts_config(tmp_path)) as gateway:
         yield gateway
 

@@ -10,6 +10,9 @@ import pytest
 from support.api import GREETER, SCRAPER, AppFactory, problems
 from support.configs import python_backend, stdio_backend
 
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The REST API is the subject: the test server behind it runs in-process (support/inprocess.py)."""
+
 API = "/api/v1"
 LINKEDIN = "https://www.linkedin.com/in/johndoe"
 

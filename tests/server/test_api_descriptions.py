@@ -15,6 +15,9 @@ from support.api import SCRAPER, AppFactory
 from support.configs import stdio_backend
 from support.serving import serve_asgi
 
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The descriptions are the subject: the test server behind the API runs in-process."""
+
 API = "/api/v1"
 LLM_TEXT = (
     "Use this tool to scrape a web page.\n\n# Required inputs (always include these):\n- url: the page."
