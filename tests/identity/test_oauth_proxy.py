@@ -606,3 +606,24 @@ client_id = "{GATEWAY_CLIENT}"
     printed = " ".join(done.output.split())
     assert done.exit_code == 1, printed
     assert f"auth.proxy: the issuer {issuer} names no authorization_endpoint or token_endpoint" in printed
+
+
+@pytest.mark.postgres
+async def test_without_a_shared_secret_key_the_proxy_says_so_at_start(
+    shared_database: AppFactory,
+    idp: OidcProvider,
+    port: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Replicas on PostgreSQL must share the key its signing keys are encrypted with: a gateway
+    without one refuses to start instead of failing its first token request."""
+    from toolweave.store.errors import SecretKeyError
+
+    api = await shared_database(proxy_config(idp, port), require_auth=True)
+    await api.runtime.close()
+    monkeypatch.delenv("TOOLWEAVE_SECRET_KEY")
+    with pytest.raises(
+        SecretKeyError, match=r"\[auth.proxy\] stores its signing keys encrypted: set TOOLWEAVE_SECRET_KEY"
+    ):
+        async with api.app.router.lifespan_context(api.app):  # the start-up uvicorn runs
+            pass

@@ -37,6 +37,7 @@ from toolweave.actor import Actor
 from toolweave.config.auth import ProxyConfig
 from toolweave.identity.claims import Identity, TokenRejected
 from toolweave.store.crypto import SecretBox
+from toolweave.store.errors import SecretKeyError
 from toolweave.store.oauth_proxy import Grant, OAuthProxyRepository
 
 ALGORITHM = "ES256"
@@ -72,6 +73,15 @@ class ProxyAuthority:
         return self._repository()
 
     # keys
+
+    async def ready(self) -> None:
+        """At start-up: the secret key resolves (on PostgreSQL it must be set: `SecretKeyError` says
+        so before any client arrives) and a signing key exists."""
+        try:
+            self._box()
+        except SecretKeyError as error:
+            raise SecretKeyError(f"[auth.proxy] stores its signing keys encrypted: {error}") from None
+        await self._key_set()
 
     async def _key_set(self, kid: str | None = None) -> KeySet:
         keys = self._keys

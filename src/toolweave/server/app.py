@@ -204,11 +204,13 @@ def server_app(
         runtime = ServerRuntime(config, require_auth=require_auth)
     rt = runtime
 
+    identity = identity_parts(rt.config, host, public_url, lambda: rt.db)
+
     async def startup(_app: Any) -> None:
         if start_runtime:
             await rt.start()
-
-    identity = identity_parts(rt.config, host, public_url, lambda: rt.db)
+        if identity.proxy is not None:
+            await identity.proxy.authority.ready()
 
     async def shutdown(_app: Any) -> None:
         await rt.close()
