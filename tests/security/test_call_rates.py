@@ -84,3 +84,23 @@ async def test_with_redis_two_gateways_share_one_bucket() -> None:
         await second.close()
     assert [r is None for r in refusals].count(True) == 4, refusals  # one burst of 4 for the deployment
     assert all(r.limit == "limits.calls_per_second_per_key" for r in refusals if r is not None)
+
+
+async def test_calls_through_a_virtual_server_are_charged_to_the_same_bucket() -> None:
+    """A virtual server's registry shares the gateway's call rates: its endpoint is no way around them."""
+    from toolweave.executor import ToolExecutor
+
+    config = parse_config(
+        {
+            "backends": [python_backend()],
+            "limits": {"calls_per_second_per_key": 1},
+            "servers": [{"name": "desk", "tools": ["py__greet"]}],
+        }
+    )
+    async with Gateway(config) as gateway:
+        caller = Session(tenant="acme", label="key:tw_desk")
+        through = ToolExecutor(gateway.servers.by_name["desk"].registry, caller)
+        results = [await through.call("py__greet", {"name": "x"}) for _ in range(2)]
+        results.append(await gateway.executor(caller).call("py__greet", {"name": "x"}))
+        assert [r.is_error for r in results] == [False, False, True]
+        assert "limits.calls_per_second_per_key" in results[2].content[0].text
