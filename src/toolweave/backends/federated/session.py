@@ -49,7 +49,7 @@ async def serve_client(
     settings = federation.settings
     refused = federation.admission(key_id, tenant)
     if refused is not None:
-        logger.warning("federation: refused a connection (%s): %s", origin, refused)
+        logger.info("federation: refused a connection (%s): %s", origin, refused)  # an attack: no log flood
         await channel.close(protocol.FLOODED, protocol.short_reason(refused))
         return
     label = f"{namespace or '?'}#{federation.next_number()} ({origin})"
