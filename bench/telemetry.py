@@ -6,9 +6,7 @@ Side by side in one run, each variant in its own process (interleaved rounds, th
   telemetry not even present;
 - `off`: this tree, no `[telemetry]`: the executor's one `tracer is None` check per call;
 - `on`: this tree, tracing at 100% sampling, exported over OTLP/HTTP to a sink in this process (the
-  gateway's export thread, protobuf encoding included, counts in its CPU time);
-- `on-official`: the same with OpenTelemetry's own OTLP/HTTP exporter and encoder instead of
-  toolweave's lean one (`toolweave.telemetry.otlp`).
+  gateway's export thread, protobuf encoding included, counts in its CPU time).
 
 Each process builds a `Gateway` over the in-process demo notebook (`toolweave.demo.notes`) and a
 fan-out of two of its tools, and measures CPU time (`time.process_time`) per call through the
@@ -56,19 +54,14 @@ async def _measure(variant: str, endpoint: str, calls: int) -> dict[str, float]:
 
     raw: dict[str, Any] = dict(CONFIG)
     tracer = None
-    if variant.startswith("on"):
+    if variant == "on":
         from toolweave.telemetry import Tracing, settings
 
         cfg = parse_config({**raw, "telemetry": {"otlp_endpoint": endpoint}})
         assert cfg is not None
         chosen = settings(cfg.telemetry)
         assert chosen is not None
-        exporter = None
-        if variant == "on-official":
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            exporter = OTLPSpanExporter(endpoint=chosen["url"], timeout=5)
-        tracer = Tracing(chosen, exporter=exporter)
+        tracer = Tracing(chosen)
     cfg = parse_config(raw)
     assert cfg is not None
     gateway = Gateway(cfg, tracer=tracer) if tracer is not None else Gateway(cfg)
@@ -145,29 +138,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     sink = _Sink()
-    variants = [("off", ROOT), ("on", ROOT), ("on-official", ROOT)]
+    variants = [("off", ROOT), ("on", ROOT)]
     if args.before is not None:
         variants.insert(0, ("before", args.before.resolve()))
     seen: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
     for _round in range(args.rounds):
         for name, tree in variants:
-            seen[name].append(_run(tree, "off" if name == "before" else name, sink.url, args.calls))
+            seen[name].append(_run(tree, "on" if name == "on" else "off", sink.url, args.calls))
     summary: dict[str, Any] = {"calls": args.calls, "rounds": args.rounds}
-    print(f"{'variant':12} {'direct µs/call':>15} {'fan-out µs/call':>16}")
+    print(f"{'variant':8} {'direct µs/call':>15} {'fan-out µs/call':>16}")
     for name, _tree in variants:
         direct = statistics.median(r["notes__search"] for r in seen[name])
         fanout = statistics.median(r["both"] for r in seen[name])
         summary[name] = {"direct_us": round(direct, 1), "fanout_us": round(fanout, 1)}
-        print(f"{name:12} {direct:15.1f} {fanout:16.1f}")
+        print(f"{name:8} {direct:15.1f} {fanout:16.1f}")
     on, off = summary["on"], summary["off"]
     summary["on_minus_off_us"] = {
         "direct (2 spans)": round(on["direct_us"] - off["direct_us"], 1),
         "fanout (5 spans)": round(on["fanout_us"] - off["fanout_us"], 1),
-    }
-    official = summary["on-official"]
-    summary["official_minus_off_us"] = {
-        "direct (2 spans)": round(official["direct_us"] - off["direct_us"], 1),
-        "fanout (5 spans)": round(official["fanout_us"] - off["fanout_us"], 1),
     }
     if "before" in summary:
         before = summary["before"]
