@@ -1,5 +1,6 @@
 """`toolweave serve --workers N`: N gateway processes on one port sharing MCP sessions over Redis
-(any worker serves any session); refused without `gateway.redis_url`; the workers stop with `serve`."""
+(any worker serves any session); refused without `gateway.redis_url`; the workers stop with `serve`;
+a worker that dies is replaced."""
 
 from __future__ import annotations
 
@@ -92,6 +93,52 @@ async def test_two_workers_share_one_port_and_every_session(
     finally:
         stop_process(process)
     assert _all_gone([int(instance.rpartition(":")[2]) for instance in instances]), instances
+
+
+@pytest.mark.skipif(not os.environ.get(REDIS_ENV), reason=f"set {REDIS_ENV} (e.g. redis://127.0.0.1:6379/0)")
+async def test_a_killed_worker_is_replaced_and_serves(write_config: WriteConfig, tmp_path: Path) -> None:
+    """`kill -9` of one worker: `serve` forks another in its place, and the port is served by two
+    workers again (the new one answers on fresh connections); `serve` itself keeps running."""
+    path = write_config(
+        {
+            "gateway": {"database": f"sqlite:///{tmp_path / 'tw.db'}", "redis_url": os.environ[REDIS_ENV]},
+            "backends": [python_backend()],
+        }
+    )
+    port = free_port()
+    process = _serve(path, port, tmp_path)
+    base = f"http://127.0.0.1:{port}"
+    seen: set[int] = set()
+    try:
+        wait_for_port(port, process, 90)
+        first = await _workers_seen(base, 2)
+        victim = sorted(first)[0]
+        os.kill(victim, 9)
+        after = await _workers_seen(base, 2, excluding={victim})
+        seen = first | after
+        assert victim not in after and len(after) == 2, (first, after)
+        assert process.poll() is None
+    finally:
+        stop_process(process)
+    assert _all_gone(sorted(seen - {victim})), seen
+
+
+async def _workers_seen(
+    base: str, count: int, excluding: frozenset[int] | set[int] = frozenset()
+) -> set[int]:
+    """The pids of `count` ready workers answering fresh connections (not one of `excluding`)."""
+    pids: set[int] = set()
+    async with asyncio.timeout(120):
+        while len(pids) < count:  # a new connection each time: the kernel spreads them
+            with contextlib.suppress(httpx.HTTPError):
+                async with httpx.AsyncClient(base_url=base, timeout=10) as fresh:
+                    answer = await fresh.get("/readyz")
+                    if answer.status_code == 200 and not answer.json()["backends_not_connected"]:
+                        pid = int(answer.json()["instance"].rpartition(":")[2])
+                        if pid not in excluding:
+                            pids.add(pid)
+            await asyncio.sleep(0.05)
+    return pids
 
 
 def _serve(path: Path, port: int, home: Path) -> subprocess.Popen[bytes]:

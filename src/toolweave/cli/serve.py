@@ -109,28 +109,41 @@ def _serve(
     _serve_logging(cfg, log_json)
     from toolweave.store import StoreError
 
-    children: list[int] = []
+    if workers > 1:
+        _supervise(cfg, listener, require_auth, state, workers, log_json)
+        return
     try:
         import asyncio
 
-        if workers > 1:
-            from toolweave.cli.workers import start_workers
-
-            children = start_workers(
-                workers - 1,
-                listener,
-                lambda sock: asyncio.run(_serve_http(cfg, sock, require_auth, None, lambda _line: None)),
-            )
         asyncio.run(_serve_http(cfg, listener, require_auth, state, _teller(cfg, log_json)))
     except (StoreError, ValueError, OSError) as error:  # an unreachable database: say so, no traceback
         err.print(f"[red]cannot start:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     finally:
-        if children:
-            from toolweave.cli.workers import stop_workers
-
-            stop_workers(children)
         forget_serving(state)
+
+
+def _supervise(
+    cfg: Config, listener: socket.socket, require_auth: bool, state: Path | None, workers: int, log_json: bool
+) -> None:
+    """`--workers N`: this process forks N workers and re-forks any that dies (cli/workers.py); the
+    first worker's first start tells the operator what happens, as one `serve` would."""
+    import asyncio
+
+    from toolweave.cli.workers import supervise
+
+    teller = _teller(cfg, log_json)
+
+    def serve(sock: socket.socket, index: int, first: bool) -> None:
+        say = teller if index == 0 and first else lambda _line: None
+        asyncio.run(_serve_http(cfg, sock, require_auth, state if index == 0 else None, say))
+
+    try:
+        status = supervise(workers, listener, serve, lambda line: teller(escape(line)))
+    finally:
+        forget_serving(state)
+    if status:
+        raise typer.Exit(status)
 
 
 def _check_workers(cfg: Config, stdio: bool) -> None:
