@@ -415,3 +415,49 @@ async def test_known_server_provider_refreshes_once_then_authorizes_at_the_known
     with pytest.raises(StopAsyncIteration):
         await flow.asend(httpx2.Response(200, json={}, request=request))
     assert storage.tokens.access_token == "newest"
+
+
+async def test_give_event_stores_gives_each_new_session_its_own_store() -> None:
+    """A manager's new session's transport stores its events (the priming event of `initialize`'s
+    stream first) in the store made for that session; an adopted one in the store it is given."""
+    from mcp.server.streamable_http import EventCallback, EventStore
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+
+    class Kept(EventStore):
+        def __init__(self, session_id: str) -> None:
+            self.session_id = session_id
+            self.streams: list[str] = []
+
+        async def store_event(self, stream_id: str, message: Any) -> str:
+            self.streams.append(stream_id)
+            return f"{self.session_id}-{len(self.streams)}"
+
+        async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+            return None
+
+    stores: dict[str, Kept] = {}
+
+    def store_of(session_id: str) -> Kept:
+        stores[session_id] = Kept(session_id)
+        return stores[session_id]
+
+    manager = StreamableHTTPSessionManager(app=MCPServer("compat-events")._lowlevel_server)
+    sdk_compat.give_event_stores(manager, store_of)
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "e", "version": "1"},
+    }
+    async with manager.run():
+        status, headers, body = await _asgi_post(
+            StreamableHTTPASGIApp(manager),
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+        )
+        assert status == 200, body
+        session_id = headers["mcp-session-id"]
+        assert stores[session_id].streams == ["1", "1"]  # the priming event, then the answer
+        assert f"id: {session_id}-1".encode() in body
+        adopted = Kept("adopted")
+        transport = await sdk_compat.adopt_session(manager, "other", lambda _c: None, event_store=adopted)
+        assert transport._event_store is adopted
+        assert sdk_compat.GET_STREAM_KEY == "_GET_stream"

@@ -26,6 +26,7 @@ from mcp.client.auth.utils import (
 from mcp.client.session import DEFAULT_CLIENT_INFO
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
+from mcp.server.streamable_http import GET_STREAM_KEY as GET_STREAM_KEY
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.shared._httpx_utils import create_mcp_http_client as _create_mcp_http_client
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
@@ -72,21 +73,43 @@ def born_ready(connection: Any, version: str, client: Mapping[str, Any]) -> None
     connection.initialized.set()
 
 
-async def adopt_session(manager: Any, session_id: str, prepare: Callable[[Any], None]) -> Any:
+def give_event_stores(manager: Any, store_of: Callable[[str], Any]) -> None:
+    """Each session the manager opens from now on gets its own `EventStore`, `store_of(session_id)`.
+
+    The SDK gives every transport the manager's one store, and a store is told only a stream's ID
+    (a request's JSON-RPC id, or `GET_STREAM_KEY`), which repeats across sessions; bounding and
+    finding a session's events needs the session. So the manager's private `_admit_session` (which
+    makes a new session's transport) is wrapped, setting the transport's private `_event_store`
+    before its first request is read (the priming event of `initialize`'s stream is stored there)."""
+    admit = manager._admit_session
+
+    def admitted(requestor: Any) -> Any:
+        transport = admit(requestor)
+        if transport is not None:
+            transport._event_store = store_of(transport.mcp_session_id)
+        return transport
+
+    manager._admit_session = admitted
+
+
+async def adopt_session(
+    manager: Any, session_id: str, prepare: Callable[[Any], None], *, event_store: Any = None
+) -> Any:
     """Serve a handshake-era session another gateway opened, as if its `initialize` had been answered
     here: a transport under the same ID in the manager's table (private `_server_instances`,
     `_task_group`, `_lifespan_state`, `_discard_session`) and a server task like the manager's own
     (`serve_connection` over a loop-mode dispatcher), whose `Connection` `prepare` makes born-ready
     (protocol version, client params, `initialized`) before the first request is read. The session
     then lives here like any other: the idle timeout, DELETE and `end_session` end it. Returns the
-    transport (already in the table when this returns)."""
+    transport (already in the table when this returns). `event_store`: the session's own (else the
+    manager's)."""
     found = manager._server_instances.get(session_id)
     if found is not None:
         return found
     transport = StreamableHTTPServerTransport(
         mcp_session_id=session_id,
         is_json_response_enabled=manager.json_response,
-        event_store=manager.event_store,
+        event_store=event_store if event_store is not None else manager.event_store,
         security_settings=manager.security_settings,
         retry_interval=manager.retry_interval,
         idle_timeout=manager.session_idle_timeout,

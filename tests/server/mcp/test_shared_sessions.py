@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from mcp_types import JSONRPCNotification
 
 from support.configs import python_backend
 from support.fixtures import OpenGateway
@@ -22,7 +23,7 @@ from support.processes import free_port
 from support.serving import serve_asgi
 from toolweave import sdk_compat
 from toolweave.server.app import create_app
-from toolweave.server.mcp import shared
+from toolweave.server.mcp import events, shared
 from toolweave.server.mcp.shared import SessionSharing
 
 REDIS_ENV = "TOOLWEAVE_TEST_REDIS_URL"
@@ -163,4 +164,148 @@ async def test_a_broker_that_failed_is_not_asked_again_for_a_while(monkeypatch: 
         assert sharing.available
         assert await sharing.load("s1") is None and asked == 2  # asked again after the pause
     finally:
+        await sharing.close()
+
+
+async def sse_events(
+    response: httpx.Response | AsyncIterator[str], until: Callable[[dict[str, str]], bool]
+) -> list[dict[str, str]]:
+    """The SSE events of `response` (each `{"id":…, "data":…}`, read from its lines or from an
+    iterator of them, which a later call goes on with) up to the first `until` accepts."""
+    lines = response.aiter_lines() if isinstance(response, httpx.Response) else response
+    events: list[dict[str, str]] = []
+    event: dict[str, str] = {}
+    async with asyncio.timeout(10):
+        async for line in lines:
+            if line:
+                name, _, value = line.partition(":")
+                event[name] = value.removeprefix(" ")
+                continue
+            if event:
+                events.append(event)
+                if until(event):
+                    return events
+                event = {}
+    return events
+
+
+def initialize_params() -> dict[str, Any]:
+    return {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+@needs_redis
+async def test_a_broken_stream_resumes_with_last_event_id_on_the_other_gateway(
+    open_gateway: OpenGateway,
+) -> None:
+    """A POST's stream breaks after its priming event; its client reconnects with Last-Event-ID to the
+    other gateway, which replays the answer the first stored (without the Redis event store there is
+    no priming event, and the other gateway has nothing to replay)."""
+    async with two_gateways(open_gateway) as [(first, _first_app), (second, _second_app)]:
+        session = (await rpc(first, "initialize", initialize_params())).headers["mcp-session-id"]
+        headers = {**HEADERS, "mcp-session-id": session}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "find_tools", "arguments": {"query": "multiply two numbers"}},
+        }
+        async with httpx.AsyncClient(timeout=30) as http:
+            async with http.stream(
+                "POST", f"{first}/mcp", content=orjson.dumps(call), headers=headers
+            ) as post:
+                primed = await sse_events(post, lambda event: True)  # then the connection breaks
+            assert primed[0]["data"] == "" and primed[0]["id"].endswith(":r"), primed
+            resumed = {**headers, "last-event-id": primed[0]["id"]}
+            async with http.stream("GET", f"{second}/mcp", headers=resumed) as get:
+                assert get.status_code == 200
+                replayed = await sse_events(get, lambda event: '"id":7' in event.get("data", ""))
+        answer = orjson.loads(replayed[-1]["data"])
+        assert answer["id"] == 7 and "py__multiply" in answer["result"]["content"][0]["text"], replayed
+        assert all(event["id"].endswith(":r") for event in replayed)
+
+        # an ID of another session or a made-up one replays nothing (the stream just ends)
+        async with httpx.AsyncClient(timeout=30) as http:
+            made_up = {**headers, "last-event-id": "1-0:r"}
+            async with http.stream("GET", f"{second}/mcp", headers=made_up) as get:
+                assert [
+                    event for event in await sse_events(get, lambda event: False) if event.get("data")
+                ] == []
+
+
+@needs_redis
+async def test_the_get_stream_resumes_on_the_other_gateway_with_what_it_missed_once(
+    open_gateway: OpenGateway,
+) -> None:
+    """The client's GET stream is on the first gateway, breaks, and a `list_changed` is sent meanwhile;
+    reconnecting to the second with Last-Event-ID replays it once (only the replica that served the
+    last GET keeps the GET stream's events), and the stream then goes on live there."""
+    async with two_gateways(open_gateway) as [(first, _first_app), (second, _second_app)]:
+        session = (await rpc(first, "initialize", initialize_params())).headers["mcp-session-id"]
+        headers = {**HEADERS, "mcp-session-id": session}
+
+        def changed(event: dict[str, str]) -> bool:
+            return "notifications/tools/list_changed" in event.get("data", "")
+
+        async def find(base: str, query: str) -> None:
+            found = result(
+                await rpc(base, "tools/call", {"name": "find_tools", "arguments": {"query": query}}, session)
+            )
+            assert not found["isError"], found
+
+        async with httpx.AsyncClient(timeout=30) as http:
+            async with http.stream("GET", f"{first}/mcp", headers=headers) as get:
+                await find(first, "multiply two numbers")
+                seen = await sse_events(get, changed)
+            last = seen[-1]["id"]
+            assert last.endswith(":g"), seen
+            await find(first, "greet someone by name")  # missed: the stream is down
+            resumed = {**headers, "last-event-id": last}
+            async with http.stream("GET", f"{second}/mcp", headers=resumed) as get:
+                lines = get.aiter_lines()
+                missed = await sse_events(lines, changed)
+                assert [event["id"] != last for event in missed if changed(event)] == [True]
+                await find(second, "squared distance of a point")  # live on the second now
+                live = await sse_events(lines, changed)
+                assert live[-1]["id"].endswith(":g") and live[-1]["id"] != missed[-1]["id"]
+
+
+@needs_redis
+async def test_a_sessions_events_are_bounded_in_count_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oldest events go first, past `MAX_EVENTS` or `MAX_BYTES`; an oversized event is kept as a
+    placeholder that resumes but replays nothing."""
+    monkeypatch.setattr(events, "MAX_EVENTS", 5)
+    monkeypatch.setattr(events, "MAX_BYTES", 1000)
+    monkeypatch.setattr(events, "MAX_EVENT_BYTES", 300)
+    sharing = SessionSharing(
+        os.environ[REDIS_ENV], f"toolweave:test-ev:{uuid.uuid4().hex[:10]}", idle_seconds=60
+    )
+    store = sharing.events.for_session("s1", holds_get=True)
+    try:
+
+        def note(n: int, size: int = 10) -> JSONRPCNotification:
+            return JSONRPCNotification(
+                jsonrpc="2.0", method="notifications/message", params={"n": n, "p": "x" * size}
+            )
+
+        ids = [await store.store_event(sdk_compat.GET_STREAM_KEY, note(n)) for n in range(8)]
+        kept = await sharing.events.entries("s1", "-")
+        assert kept is not None and [entry for entry, _, _ in kept] == [i.removesuffix(":g") for i in ids[3:]]
+        for n in (8, 9, 10):
+            await store.store_event(sdk_compat.GET_STREAM_KEY, note(n, size=200))
+        kept = await sharing.events.entries("s1", "-")
+        assert kept is not None and sum(len(data) + len(stream) for _, stream, data in kept) <= 1000
+        assert len(kept) < 5
+        big = await store.store_event(sdk_compat.GET_STREAM_KEY, note(11, size=400))
+        replayed: list[Any] = []
+
+        async def collect(event: Any) -> None:
+            replayed.append(event)
+
+        assert await store.replay_events_after(ids[-1], collect) == sdk_compat.GET_STREAM_KEY
+        assert [event.message.params["n"] for event in replayed] == [8, 9, 10]  # the placeholder is skipped
+        replayed.clear()
+        assert await store.replay_events_after(big, collect) == sdk_compat.GET_STREAM_KEY and replayed == []
+        assert await store.replay_events_after("not-an-id", collect) is None
+    finally:
+        await sharing.redis.delete(sharing.events.stream_key("s1"), sharing.events.stream_key("s1") + ":n")
         await sharing.close()

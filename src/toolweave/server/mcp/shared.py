@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from toolweave import sdk_compat
+from toolweave.server.mcp.events import RedisEvents, SessionEvents
 
 logger = logging.getLogger("toolweave.server")
 
@@ -88,6 +89,8 @@ class SessionSharing:
         """Told of each session adopted here (the session quota counts and revokes it like its own)."""
         self._down_logged = False
         self._down_until = 0.0
+        self.events = RedisEvents(self)
+        """SSE events of the sessions, so a stream resumes on any replica (`events.py`)."""
 
     @property
     def available(self) -> bool:
@@ -172,6 +175,7 @@ class SessionSharing:
                 await self.redis.delete(self.key(session_id))
         except Exception as error:  # noqa: BLE001
             self._down(error)
+        await self.events.forget(session_id)
         await self.publish({"t": "end", "sid": session_id})
 
     def touch(self, session_id: str) -> None:
@@ -326,8 +330,19 @@ class SharedEndpoint:
         """Session → its protocol version, for the answers relayed into it."""
         self._owners: dict[str, Principal] = {}
         """Sessions adopted here → the key that opened them."""
+        self._events: dict[str, SessionEvents] = {}
+        """Session → the event store of its transport here."""
         front.sharing = self
         sharing.register(self)
+        sdk_compat.give_event_stores(
+            manager, lambda session_id: self._event_store(session_id, holds_get=True)
+        )
+
+    def _event_store(self, session_id: str, *, holds_get: bool) -> SessionEvents:
+        """A session opened here keeps its GET stream's events until its client's GET goes elsewhere."""
+        store = self.sharing.events.for_session(session_id, holds_get=holds_get)
+        self._events[session_id] = store
+        return store
 
     def holds(self, session_id: str) -> bool:
         return session_id in sdk_compat.open_sessions(self.manager)
@@ -349,7 +364,16 @@ class SharedEndpoint:
             receive = await self._relay_answers(session_id, receive)
         elif method == "DELETE":
             send = self._on_delete(session_id, send)
+        elif method == "GET":
+            self._take_get_stream(session_id)
         await self.app(scope, receive, send)
+
+    def _take_get_stream(self, session_id: str) -> None:
+        """The client's GET stream is here now: this replica keeps its events, the others stop."""
+        store = self._events.get(session_id)
+        if store is not None and not store.holds_get:
+            store.holds_get = True
+        self.sharing.publish_soon({"t": "get", "sid": session_id})
 
     # -- adoption ----------------------------------------------------------------------------
 
@@ -389,7 +413,9 @@ class SharedEndpoint:
             connections.append(connection)
 
         self._prune()
-        await sdk_compat.adopt_session(self.manager, session_id, prepare)
+        await sdk_compat.adopt_session(
+            self.manager, session_id, prepare, event_store=self._event_store(session_id, holds_get=False)
+        )
         self._versions[session_id] = version
         self._owners[session_id] = principal
         if connections:
@@ -439,6 +465,10 @@ class SharedEndpoint:
         kind = message.get("t")
         if kind == "end":
             await sdk_compat.end_session(self.manager, session_id)
+        elif kind == "get":
+            store = self._events.get(session_id)
+            if store is not None:
+                store.holds_get = False
         elif kind == "state":
             record = await self.sharing.load(session_id)
             connection = self.front.connection_of_session(session_id)
@@ -522,7 +552,7 @@ class SharedEndpoint:
         ):
             return
         held = sdk_compat.open_sessions(self.manager)
-        for table in (self._versions, self._owners):
+        for table in (self._versions, self._owners, self._events):
             for session_id in [sid for sid in table if sid not in held]:
                 del table[session_id]
 
