@@ -115,6 +115,11 @@ class RunStore(Protocol):
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None: ...
 
+    def lost(self, run_id: str) -> bool:
+        """True once this process found that another gateway took the run over (it lost the run's
+        lease): the run's executor stops, and nothing more of this process's is recorded for it."""
+        ...
+
     async def list_runs(
         self,
         *,
@@ -143,6 +148,10 @@ class MemoryRunStore:
 
     def finish_run_nowait(self, record: RunRecord) -> None:
         self._runs[record.id] = record
+
+    def lost(self, run_id: str) -> bool:
+        """Never: one process, no lease to lose."""
+        return False
 
     async def claim(
         self, run_id: str, tenant: str | None = None, *, actor: Actor | None = None

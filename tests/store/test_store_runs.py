@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import inspect
 import time
 from collections.abc import Awaitable, Callable
@@ -347,3 +348,74 @@ def test_intervals_from_the_environment(db: Database, monkeypatch: pytest.Monkey
     monkeypatch.setenv("TOOLWEAVE_RUN_STALE_AFTER_SECONDS", "0.25")
     with pytest.raises(ValueError, match="stale_after_seconds must exceed heartbeat_seconds"):
         SqlRunStore(db)
+
+
+async def test_a_paused_gateway_that_wakes_after_a_takeover_writes_nothing(db: Database) -> None:
+    """The first gateway runs a workflow, is paused (SIGSTOP: no heartbeat), the second takes the run
+    over (sweep and claim); the first wakes and records the step it was in and the run's end: every
+    write is refused (the run stays the second's, as it was), and the first knows it lost the run."""
+    paused, other = SqlRunStore(db), SqlRunStore(db)
+    record = make_run(status="running", started_at=time.time())
+    paused.start_run_nowait(record)
+    await paused.flush()
+    assert not paused.lost(record.id)
+    await age_instance(db, paused.instance_id, 3600)  # its heartbeat stopped while paused
+    assert await other.interrupt_orphans() == [record.id]
+    claimed = await other.claim(record.id)
+    assert claimed is not None
+    other.checkpoint_nowait(record.id, StepRecord(id="fetch", status="completed", output={"by": "other"}))
+    await other.flush()
+
+    # the first wakes: its write-behind and awaited writes for the run are all refused
+    paused.checkpoint_nowait(record.id, StepRecord(id="fetch", status="completed", output={"by": "paused"}))
+    paused.finish_run_nowait(dataclasses.replace(record, status="completed", finished_at=time.time()))
+    await paused.flush()
+    assert paused.lost(record.id) and not other.lost(record.id)
+    await paused.checkpoint(record.id, StepRecord(id="send", status="running"))
+    await paused.finish_run(dataclasses.replace(record, status="failed", finished_at=time.time()))
+    async with db.read() as conn:
+        row = (await conn.execute(select(runs.c.owner, runs.c.status).where(runs.c.id == record.id))).one()
+    assert (row.owner, row.status) == (other.instance_id, "running")
+    seen = await other.get_run(record.id)
+    assert seen is not None and [(s.id, s.output) for s in seen.steps] == [("fetch", {"by": "other"})]
+
+
+async def test_the_heartbeat_finds_a_lost_lease_before_the_next_write(db: Database) -> None:
+    """A run interrupted by another gateway's sweep (not yet claimed) is lost too: it may be claimed
+    any moment, so the gateway that wakes must not go on with it."""
+    paused, other = SqlRunStore(db), SqlRunStore(db)
+    record = make_run(status="running", started_at=time.time())
+    paused.start_run_nowait(record)
+    await paused.flush()
+    assert await paused.check_leases() == []
+    await age_instance(db, paused.instance_id, 3600)
+    assert await other.interrupt_orphans() == [record.id]
+    assert await paused.check_leases() == [record.id] and paused.lost(record.id)
+
+
+async def test_a_woken_gateway_stops_the_workflow_it_lost(db: Database) -> None:
+    """The workflow's first step is in flight when its gateway is taken for dead and the run taken
+    over; when that step returns, the next step (not safe to run twice, so its `running` marker is
+    written first) finds the lease lost: it is not called, and the run stays the other gateway's."""
+    from support.fakes import FakeCalls
+    from support.workflows import build, catalog_for
+
+    paused, other = SqlRunStore(db), SqlRunStore(db)
+    record = make_run(tool="wf", status="running", started_at=time.time())
+    paused.start_run_nowait(record)
+    await paused.flush()
+    steps = [{"id": "a", "tool": "x/a"}, {"id": "b", "tool": "x/b", "dependsOn": ["a"]}]
+    calls = FakeCalls(delays={"x__a": 0.3})
+    running = asyncio.create_task(
+        build(steps, catalog_for("x/a", "x/b")).run({}, calls.context(runs=paused, run_id=record.id))
+    )
+    await calls.wait_started(1)
+    await age_instance(db, paused.instance_id, 3600)  # paused mid-step: its heartbeat went stale
+    assert await other.interrupt_orphans() == [record.id] and await other.claim(record.id) is not None
+    result = await running
+    assert result.is_error and [name for name, _ in calls.calls] == ["x__a"]
+    assert "another gateway took this run over" in str(result.content)
+    assert paused.lost(record.id)
+    seen = await other.get_run(record.id)
+    assert seen is not None and seen.status == "running"  # only what was written before the pause:
+    assert [(step.id, step.status) for step in seen.steps] == [("a", "running")]

@@ -185,6 +185,10 @@ class SqlRunStore:
         """Set by `flush`: the batch is written now, without waiting for more."""
         self._idle: asyncio.Event | None = None
         """Set while nothing is pending or being written."""
+        self._active: set[str] = set()
+        """Runs this instance executes (started or claimed here, not finished)."""
+        self._lost: set[str] = set()
+        """Runs this instance executed until it lost their lease (see `lost`)."""
 
     def __repr__(self) -> str:
         return f"SqlRunStore({self._db!r}, instance_id={self.instance_id!r})"
@@ -269,14 +273,21 @@ class SqlRunStore:
         """Apply `batch` in one transaction, as the awaited methods would have, one after the other."""
         runs_ops: dict[str, list[_Op]] = {}
         for op in batch:
+            if op.run_id in self._lost:
+                continue  # another gateway holds the run now: nothing of this one's is written
             runs_ops.setdefault(op.run_id, []).append(op)
+            if op.kind == "start":
+                self._active.add(op.run_id)
+            elif op.kind == "finish":
+                self._active.discard(op.run_id)
         async with self._db.write() as conn:
             await self._beat(conn)
-            need_row = [run_id for run_id, ops in runs_ops.items() if ops[0].kind != "start"]
-            existing: dict[str, dict[str, Any]] = {}
-            if need_row:
-                query = select(runs.c.id, runs.c.state).where(runs.c.id.in_(need_row)).with_for_update()
-                existing = {row.id: row.state for row in (await conn.execute(query)).all()}
+            rows_now = await self._fenced(conn, runs_ops)
+            for run_id in [run_id for run_id in runs_ops if run_id in self._lost]:
+                del runs_ops[run_id]
+            existing = {
+                run_id: row.state for run_id, row in rows_now.items() if runs_ops[run_id][0].kind != "start"
+            }
             with_steps = [run_id for run_id, ops in runs_ops.items() if any(op.steps for op in ops)]
             seqs: dict[str, dict[str, int]] = {run_id: {} for run_id in with_steps}
             if with_steps:
@@ -305,6 +316,52 @@ class SqlRunStore:
             if steps:
                 await _upsert_many(conn, run_steps, steps, ["run_id", "step_id"], [*_STEP_FIELDS, "seq"])
 
+    # -- fencing -------------------------------------------------------------
+
+    def lost(self, run_id: str) -> bool:
+        """True once this instance found it no longer holds the run's lease: another gateway
+        interrupted it (this one looked dead, e.g. paused) and may be running it now. Every write
+        this instance makes for the run from then on is refused; its executor stops the run."""
+        return run_id in self._lost
+
+    def _lose(self, run_ids: Iterable[str]) -> None:
+        for run_id in run_ids:
+            if run_id not in self._lost:
+                log.warning("run %s: this gateway lost its lease (another took it over); stopping it", run_id)
+            self._active.discard(run_id)
+            if len(self._lost) >= 10_000:
+                self._lost.clear()  # bounded: a run that old is long finished elsewhere
+            self._lost.add(run_id)
+
+    async def _fenced(self, conn: AsyncConnection, run_ids: Iterable[str]) -> dict[str, Any]:
+        """Lock the existing rows of `run_ids` (for this transaction) and return them by id, less
+        those this instance lost: a row another instance owns, or no longer `running` (another
+        gateway's sweep interrupted it). A run with no row yet (being started here) is not fenced."""
+        ids = list(dict.fromkeys(run_ids))
+        if not ids:
+            return {}
+        query = (
+            select(runs.c.id, runs.c.state, runs.c.owner, runs.c.status)
+            .where(runs.c.id.in_(ids))
+            .with_for_update()
+        )
+        rows = {row.id: row for row in (await conn.execute(query)).all()}
+        self._lose(run_id for run_id, row in rows.items() if _taken(row, self.instance_id))
+        return {run_id: row for run_id, row in rows.items() if run_id not in self._lost}
+
+    async def check_leases(self) -> list[str]:
+        """The runs executed here whose lease another gateway took since (now `lost`); the heartbeat
+        asks, so a gateway that wakes from a pause stops such a run before its next step."""
+        if not self._active:
+            return []
+        active = list(self._active)
+        async with self._db.read() as conn:
+            query = select(runs.c.id, runs.c.owner, runs.c.status).where(runs.c.id.in_(active))
+            rows = (await conn.execute(query)).all()
+        lost = [row.id for row in rows if _taken(row, self.instance_id)]
+        self._lose(lost)
+        return lost
+
     # -- RunStore protocol -------------------------------------------------
 
     async def start_run(self, record: RunRecord) -> None:
@@ -320,10 +377,9 @@ class SqlRunStore:
         """Unknown runs are ignored, as in MemoryRunStore: a lost checkpoint must not fail a call."""
         await self.flush()
         async with self._db.write() as conn:
-            query = select(runs.c.state).where(runs.c.id == run_id).with_for_update()
-            row = (await conn.execute(query)).one_or_none()
+            row = (await self._fenced(conn, [run_id])).get(run_id)
             if row is None:
-                return
+                return  # unknown, or another gateway holds it now (`lost`)
             await self._beat(conn)
             await _upsert_steps(conn, run_id, [step], move_to_end=True)
             if state is not None:
@@ -339,8 +395,10 @@ class SqlRunStore:
         """
         await self.flush()
         async with self._db.write() as conn:
-            query = select(runs.c.state).where(runs.c.id == record.id).with_for_update()
-            existing = (await conn.execute(query)).one_or_none()
+            existing = (await self._fenced(conn, [record.id])).get(record.id)
+            if record.id in self._lost:
+                return  # another gateway holds the run now
+            self._active.discard(record.id)
             values = {**_run_values(record), "owner": self.instance_id}
             if existing is not None:
                 values["state"] = {**existing.state, **values["state"]}
@@ -406,7 +464,11 @@ class SqlRunStore:
             claimed = (await conn.execute(statement)).rowcount == 1
             if claimed and actor is not None:
                 await _audit_resumed(conn, actor, run_id)
-        return await self.get_run(run_id) if claimed else None
+        if not claimed:
+            return None
+        self._lost.discard(run_id)
+        self._active.add(run_id)
+        return await self.get_run(run_id)
 
     async def start(self) -> int:
         """Call once at gateway startup: recover orphaned runs and keep this instance alive."""
@@ -526,6 +588,7 @@ class SqlRunStore:
             await asyncio.sleep(self._heartbeat_seconds)
             try:
                 self._hand_over(await self.interrupt_orphans())
+                await self.check_leases()
             except Exception:
                 log.warning(
                     "run store heartbeat failed; retrying in %ss", self._heartbeat_seconds, exc_info=True
@@ -602,6 +665,12 @@ async def _upsert_many(
     statement = dialect_insert(table)
     changes = {name: statement.excluded[name] for name in update_columns}
     await conn.execute(statement.on_conflict_do_update(index_elements=keys, set_=changes), rows)
+
+
+def _taken(row: Any, instance_id: str) -> bool:
+    """Whether a run's row says its lease is no longer `instance_id`'s: another instance owns it, or
+    a sweep interrupted it (it looked dead) and another may claim it any moment."""
+    return bool(row.owner != instance_id or row.status == "interrupted")
 
 
 def _interrupted_values(stopped: Any) -> dict[str, Any]:

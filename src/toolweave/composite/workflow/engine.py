@@ -222,6 +222,9 @@ class WorkflowRun:
         ctx = self.ctx
         if ctx.runs is not None and ctx.run_id is not None:
             await self._checkpoint_running(step)
+            if ctx.runs.lost(ctx.run_id):  # this gateway was taken for dead; another runs it now
+                self.stopping = True
+                return failed("another gateway took this run over (this one lost its lease); not run here")
         if step.call is not None:
             return await run_call(ctx, step.call, self.context, step.timeout)
         try:
