@@ -108,6 +108,7 @@ def _run_worker(listener: socket.socket, index: int, first: bool, serve: Serve) 
         for number in (signal.SIGTERM, signal.SIGINT):  # not the supervisor's: uvicorn installs its own
             signal.signal(number, signal.SIG_DFL if number == signal.SIGTERM else signal.default_int_handler)
         _die_with_parent()
+        _own_session()
         serve(listener if index == 0 else _own_socket(listener), index, first)
     except BaseException as error:  # noqa: BLE001 - a worker reports and exits; the supervisor goes on
         if not isinstance(error, KeyboardInterrupt | SystemExit):
@@ -130,6 +131,16 @@ def _own_socket(listener: socket.socket) -> socket.socket:
     sock.bind((host, port))
     sock.listen(2048)
     return sock
+
+
+def _own_session() -> None:
+    """Each worker leads its own session, so the scheduler weighs it as it weighs a separate
+    `serve`: Linux's autogroups share the CPU between sessions first, and workers left in
+    `serve`'s session split one session's share between them on a busy machine (bench.replicas:
+    `--workers 2` served 0.65-0.83x one process while two replicas, each in its own session,
+    served 1.2-1.5x). Ctrl-C still stops them: `serve` gets it and stops its workers."""
+    with contextlib.suppress(OSError):
+        os.setsid()
 
 
 def _die_with_parent() -> None:
