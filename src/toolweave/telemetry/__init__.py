@@ -173,9 +173,15 @@ class Tracing:
         self.tracer = self.provider.get_tracer("toolweave", __version__)
         self.propagator = TraceContextTextMapPropagator()
         from opentelemetry import context, trace
+        from opentelemetry.trace import Status, StatusCode
 
         self._trace = trace
         self._context = context
+        self._current_context = context.get_current
+        self._in_context = trace.set_span_in_context
+        self._span_of = trace.get_current_span
+        self._error = StatusCode.ERROR
+        self._status = Status
         self._internal, self._server, self._client = (
             trace.SpanKind.INTERNAL,
             trace.SpanKind.SERVER,
@@ -212,9 +218,12 @@ class Tracing:
         }
         if session.tenant is not None:
             attributes["toolweave.tenant"] = session.tenant
-        kind = self._internal if depth or self._trace.get_current_span().is_recording() else self._server
-        span = self.tracer.start_span(f"tools/call {entry.name}", kind=kind, attributes=attributes)
-        return _Current(self, span, entry)
+        parent = self._current_context()  # read once: for the kind, the span's parent and its context
+        kind = self._internal if depth or self._span_of(parent).is_recording() else self._server
+        span = self.tracer.start_span(
+            f"tools/call {entry.name}", context=parent, kind=kind, attributes=attributes
+        )
+        return _Current(self, span, parent)
 
     def backend(self, entry: Any) -> _Current:
         backend = entry.backend
@@ -224,10 +233,11 @@ class Tracing:
             "toolweave.backend": backend.name,
             "toolweave.backend.kind": _backend_kind(backend),
         }
+        parent = self._current_context()
         span = self.tracer.start_span(
-            f"tools/call {entry.backend_tool}", kind=self._client, attributes=attributes
+            f"tools/call {entry.backend_tool}", context=parent, kind=self._client, attributes=attributes
         )
-        return _Current(self, span, None)
+        return _Current(self, span, parent)
 
     def waited(self, stage: str, entry: Any, started_ns: int) -> None:
         span = self.tracer.start_span(
@@ -238,9 +248,7 @@ class Tracing:
         span.end()
 
     def run(self, record: Any) -> None:
-        from opentelemetry import trace
-
-        span = trace.get_current_span()
+        span = self._span_of()
         context = span.get_span_context()
         if not context.is_valid:
             return
@@ -281,40 +289,41 @@ def _backend_kind(backend: Any) -> str:
 
 class _Current:
     """A span made current for a `with` block (what `start_as_current_span` does, without its
-    generator): its result (`finish`) sets the status; an exception ends it as an error."""
+    generator): its result (`finish`) sets the status; an exception ends it as an error.
 
-    __slots__ = ("_entry", "_span", "_started", "_token", "_tracing")
+    `parent` is the context the span was started in (read once by the caller), so entering does not
+    read the current context again; the router's decision is timed from the span's own start."""
 
-    def __init__(self, owner: Tracing, span: Any, entry: Any) -> None:
+    __slots__ = ("_parent", "_span", "_token", "_tracing")
+
+    def __init__(self, owner: Tracing, span: Any, parent: Any) -> None:
         self._tracing = owner
         self._span = span
-        self._entry = entry
-        self._started = time.time_ns()
+        self._parent = parent
         self._token: Any = None
 
     def __enter__(self) -> _Current:
         owner = self._tracing
-        self._token = owner._context.attach(owner._trace.set_span_in_context(self._span))
+        self._token = owner._context.attach(owner._in_context(self._span, self._parent))
         return self
 
     def __exit__(self, kind: Any, error: Any, _trace: Any) -> None:
         owner = self._tracing
         owner._context.detach(self._token)
         if error is not None and not isinstance(error, asyncio.CancelledError):
-            from opentelemetry.trace import Status, StatusCode
-
-            self._span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"[:300]))
+            self._span.set_status(owner._status(owner._error, f"{type(error).__name__}: {error}"[:300]))
         self._span.end()
 
     def finish(self, result: types.CallToolResult) -> None:
-        from opentelemetry.trace import Status, StatusCode
-
         span = self._span
         if result.is_error:
+            owner = self._tracing
             message = next((c.text for c in result.content if isinstance(c, types.TextContent)), "isError")
-            span.set_status(Status(StatusCode.ERROR, message[:300]))
+            span.set_status(owner._status(owner._error, message[:300]))
             span.set_attribute("error.type", "tool_error")
-        details = (result.meta or {}).get("toolweave") if result.meta else None
+        if not result.meta:
+            return
+        details = result.meta.get("toolweave")
         if not isinstance(details, Mapping):
             return
         if details.get("run_id"):
@@ -336,10 +345,11 @@ class _Current:
         }
         self._span.set_attributes(attributes)
         context = owner._trace.set_span_in_context(self._span)
+        started: int = self._span.start_time
         decision = owner.tracer.start_span(
-            "router.decide", context=context, start_time=self._started, attributes=attributes
+            "router.decide", context=context, start_time=started, attributes=attributes
         )
-        decision.end(end_time=self._started + 1000)
+        decision.end(end_time=started + 1000)
 
 
 class _ServerSpans:
