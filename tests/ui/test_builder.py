@@ -141,8 +141,12 @@ async def test_the_builder_works_with_the_keyboard_only(browser: Any, tmp_path: 
         await page.keyboard.type("g")
         await page.keyboard.press("Tab")
         await page.keyboard.type("py__greet")
-        await page.keyboard.press("Tab")  # mapping
+        # the check that follows typing swaps the mapping cell for a table of greet's parameters
+        # (its own row under the operation); tabbing on before it lands raced that swap
+        await expect(page.locator("#op-0-maptable")).to_be_visible()
         await page.keyboard.press("Tab")  # remove button
+        await page.keyboard.press("Tab")  # mapping row under the operation: greet's `name`
+        await page.keyboard.press("Tab")  # ... and `excited`
         await page.keyboard.press("Tab")  # add operation
         await page.keyboard.press("Tab")  # routing mode
         await page.keyboard.press("ArrowDown")  # agent_driven
