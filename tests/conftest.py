@@ -46,6 +46,18 @@ def _fast_reconnects(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mcp_backend, "MAX_BACKOFF", 0.2)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_demo_notebook() -> Iterator[None]:
+    """The demo's notebook (`toolweave.demo.notes`) lives in its module: a note one test adds (the
+    demo's `research_note`) would show in another test's search on the same worker."""
+    from toolweave.demo import notes
+
+    kept = {note_id: dict(note) for note_id, note in notes.NOTES.items()}
+    yield
+    notes.NOTES.clear()
+    notes.NOTES.update(kept)
+
+
 @pytest.fixture
 def in_process_testserver(monkeypatch: pytest.MonkeyPatch) -> None:
     """Backends that run tests/servers/testserver.py run it in this process (support/inprocess.py):

@@ -57,11 +57,12 @@ async def test_a_backend_is_checked_as_the_config_file_checks_it(server: UiServe
     await page.fill("#url", "ftp://example.com/mcp")
     await page.fill("#headers", f"X-Token: {SECRET}\nX-Other")
     await page.click("#save-backend")
+    # the save's page first: the check as you type already showed the same problems on this one
+    await expect(page.locator("#retype-secrets")).to_contain_text("type the ones you gave again")
     await expect(page.locator("#err-name")).to_contain_text("must match ^[a-z0-9]")
     await expect(page.locator("#err-url")).to_contain_text("must start with http:// or https://")
     await expect(page.locator("#err-headers")).to_contain_text("'X-Other' has no value")
     await expect(page.locator("#headers")).to_have_value("X-Token\nX-Other")  # names only
-    await expect(page.locator("#retype-secrets")).to_contain_text("type the ones you gave again")
     assert SECRET not in await page.content()
 
     await page.fill("#name", "py")  # the config file's
