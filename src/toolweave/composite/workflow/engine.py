@@ -37,6 +37,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,6 +68,31 @@ SKIP_REMAINING = "skip_remaining"
 RUNNING = "running"
 
 
+@dataclass
+class StepState:
+    """One step of one run: whether and when it started, and how it ended.
+
+    One object per step rather than parallel lists indexed by step, so what
+    the scheduler, the checkpoints and the result read about a step is in one
+    place.
+    """
+
+    started: bool = False
+    clock: float = 0.0
+    """`perf_counter()` at the start: the latency of a step the workflow cancels."""
+    start_ms: float | None = None
+    """Milliseconds from the run's origin to the start (a resumed step keeps its saved one)."""
+    outcome: StepOutcome | None = None
+    record: StepRecord | None = None
+    """The finished step's record for `_meta` and the run store; None until it ends."""
+
+    def begin(self, origin: float) -> None:
+        """Mark the step started now; `origin` is the run's start in epoch seconds."""
+        self.started = True
+        self.clock = time.perf_counter()
+        self.start_ms = round((time.time() - origin) * 1000, 3)
+
+
 class WorkflowRun:
     """The state of one call: step views for templates, records for `_meta`, the final result."""
 
@@ -79,19 +105,14 @@ class WorkflowRun:
         started = ctx.resume.started_at if ctx.resume is not None else time.time()
         self.origin = started
         """The run's start (epoch seconds): each step's `start_ms` counts from it (a resumed run's too)."""
-        self.workflow = {
+        self.workflow: dict[str, Any] = {
             "id": ctx.run_id or uuid.uuid4().hex,
             "name": plan.name,
             "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
             "step_count": 0,
         }
         self.context: dict[str, Any] = {"params": params, "steps": self.views, "workflow": self.workflow}
-        count = len(plan.steps)
-        self.records: list[StepRecord | None] = [None] * count
-        self.outcomes: list[StepOutcome | None] = [None] * count
-        self.started = [False] * count
-        self.start_times = [0.0] * count
-        self.start_ms: list[float | None] = [None] * count
+        self.states = [StepState() for _ in plan.steps]
         self.entries: dict[str, dict[str, Any]] = {}
         self.failures: list[int] = []
         self.skipped_by: int | None = None
@@ -122,16 +143,16 @@ class WorkflowRun:
             for dependent in plan.steps[index].dependents:
                 remaining[dependent] -= 1
         ready = deque(
-            step.index for step in plan.steps if remaining[step.index] == 0 and not self.started[step.index]
+            step.index
+            for step in plan.steps
+            if remaining[step.index] == 0 and not self.states[step.index].started
         )
         running: dict[asyncio.Task[StepOutcome], int] = {}
         try:
             while True:
                 while ready and len(running) < plan.max_parallel and not self.stopping:
                     index = ready.popleft()
-                    self.started[index] = True
-                    self.start_times[index] = time.perf_counter()
-                    self.start_ms[index] = round((time.time() - self.origin) * 1000, 3)
+                    self.states[index].begin(self.origin)
                     running[asyncio.create_task(self._run_step(plan.steps[index]))] = index
                 if not running:
                     break
@@ -152,7 +173,7 @@ class WorkflowRun:
     def _release(self, step: StepPlan, remaining: list[int], ready: deque[int]) -> None:
         for dependent in step.dependents:
             remaining[dependent] -= 1
-            if remaining[dependent] == 0 and not self.started[dependent]:
+            if remaining[dependent] == 0 and not self.states[dependent].started:
                 ready.append(dependent)
 
     async def _cancel(self, running: dict[asyncio.Task[StepOutcome], int]) -> None:
@@ -170,18 +191,18 @@ class WorkflowRun:
                 self._record(index, task.result(), task.result().latency_ms)
                 continue
             cancelled = StepOutcome("cancelled", output={}, error="cancelled: the workflow stopped")
-            self._record(index, cancelled, (now - self.start_times[index]) * 1000)
+            self._record(index, cancelled, (now - self.states[index].clock) * 1000)
 
     async def _skip_unstarted(self) -> None:
         """After skip_remaining: every step not started is skipped, and reported like any finished step."""
         for step in self.plan.steps:
-            if self.records[step.index] is None:
+            if self.states[step.index].record is None:
                 await self._report(self._record(step.index, skipped(step, SKIP_REMAINING), 0.0))
 
     def _close_unstarted(self) -> None:
         """Steps that never started: skipped after skip_remaining, else cancelled by an abort or timeout."""
         for step in self.plan.steps:
-            if self.records[step.index] is not None:
+            if self.states[step.index].record is not None:
                 continue
             if self.skipped_by is not None:
                 self._record(step.index, skipped(step, SKIP_REMAINING), 0.0)
@@ -248,16 +269,17 @@ class WorkflowRun:
     def _record(self, index: int, outcome: StepOutcome, latency_ms: float) -> StepRecord:
         """Keep a finished step's outcome: its record for `_meta`, its view for later templates."""
         step = self.plan.steps[index]
-        self.outcomes[index] = outcome
+        state = self.states[index]
+        state.outcome = outcome
         secret = _derives_secret(step)
-        record = self.records[index] = StepRecord(
+        record = state.record = StepRecord(
             id=step.id,
             status=outcome.status,
             attempts=outcome.attempts,
             latency_ms=round(latency_ms, 3),
             output=None if secret else outcome.output,
             error=outcome.error,
-            start_ms=self.start_ms[index],
+            start_ms=state.start_ms,
         )
         view = {
             "status": outcome.status,
@@ -270,7 +292,7 @@ class WorkflowRun:
         # what is checkpointed: a step computed from a secret parameter may have echoed it, so its
         # output is not kept (a resumed run sees it completed, with an empty output)
         entry = {**view, "output": {}, "content": [], "redacted": True} if secret else dict(view)
-        entry["start_ms"] = self.start_ms[index]  # kept by a resume: the timeline stays true
+        entry["start_ms"] = state.start_ms  # kept by a resume: the timeline stays true
         self.entries[step.id] = entry
         if outcome.status == "completed":
             self.workflow["step_count"] += 1
@@ -322,7 +344,7 @@ class WorkflowRun:
             logger.warning("workflow %s: checkpoint failed", self.plan.name, exc_info=True)
 
     def _running(self, step: StepPlan) -> StepRecord:
-        return StepRecord(id=step.id, status=RUNNING, start_ms=self.start_ms[step.index])
+        return StepRecord(id=step.id, status=RUNNING, start_ms=self.states[step.index].start_ms)
 
     def _not_rerun(self, step: StepPlan) -> StepOutcome | None:
         """A step that was in flight at the crash: None when running it again is safe, else its failure."""
@@ -359,9 +381,10 @@ class WorkflowRun:
                 content=list(entry.get("content") or []),
                 reason="restored",
             )
-            self.started[step.index] = True
+            state = self.states[step.index]
+            state.started = True
             start = entry.get("start_ms")
-            self.start_ms[step.index] = float(start) if isinstance(start, int | float) else None
+            state.start_ms = float(start) if isinstance(start, int | float) else None
             self._record(step.index, outcome, 0.0)
             self.finished += 1
             restored.append(step.index)
@@ -378,11 +401,11 @@ class WorkflowRun:
 
     def meta(self, status: str) -> dict[str, Any]:
         steps = []
-        for index, (record, outcome) in enumerate(zip(self.records, self.outcomes, strict=True)):
-            if record is None:
+        for index, state in enumerate(self.states):
+            if state.record is None:
                 continue
-            summary = record.summary()
-            if outcome is not None and outcome.reason == "restored":
+            summary = state.record.summary()
+            if state.outcome is not None and state.outcome.reason == "restored":
                 summary["resumed"] = True
             elif index in self.in_flight:
                 summary["interrupted"] = True
@@ -411,7 +434,7 @@ class WorkflowRun:
     def _last_step_result(self, meta: dict[str, Any]) -> types.CallToolResult:
         """Without `output`, the result is the last declared step's."""
         last = len(self.plan.steps) - 1
-        outcome = self.outcomes[last]
+        outcome = self.states[last].outcome
         step = self.plan.steps[last]
         if outcome is None:
             return ok_result([text(f"step {step.id!r} did not run")], meta=meta)
@@ -442,11 +465,11 @@ class WorkflowRun:
     def _skip_note(self) -> str:
         assert self.skipped_by is not None
         trigger = self.plan.steps[self.skipped_by]
-        answer = self.outcomes[self.skipped_by]
+        answer = self.states[self.skipped_by].outcome
         names = [
             s.id
             for s in self.plan.steps
-            if (found := self.outcomes[s.index]) and found.reason == SKIP_REMAINING
+            if (found := self.states[s.index].outcome) and found.reason == SKIP_REMAINING
         ]
         return (
             f"Stopped at step '{trigger.id}' (answer: {answer.reason if answer else 'none'}, "
@@ -468,7 +491,7 @@ class WorkflowRun:
             return head + (f" Cancelled steps: {', '.join(cancelled)}." if cancelled else "")
         lines = [f"Workflow '{name}' failed."]
         for index in self.failures:
-            outcome = self.outcomes[index]
+            outcome = self.states[index].outcome
             lines.append(
                 f"Step '{self.plan.steps[index].id}' failed: {outcome.error if outcome else 'unknown error'}"
             )
@@ -481,7 +504,7 @@ class WorkflowRun:
         return "\n".join(lines)
 
     def _status_of(self, step: StepPlan) -> str | None:
-        outcome = self.outcomes[step.index]
+        outcome = self.states[step.index].outcome
         return outcome.status if outcome is not None else None
 
     def _append_partial(self, result: types.CallToolResult) -> None:
