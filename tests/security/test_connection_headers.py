@@ -4,7 +4,7 @@ As found: `PUT /connections/{backend}` accepted `{"X-Token": "clé"}`; the failu
 when a call tried to connect with it (HTTP header values are bytes, and httpx refuses non-ASCII).
 Now it is a 422 naming the header (never its value), and nothing is stored.
 (The other half of finding 11, an HTTP backend's reply with a wrong JSON-RPC id, belongs to the
-HTTP caller, `backends/http_caller.py`.)
+HTTP caller, `wire/http_caller.py`.)
 """
 
 from __future__ import annotations

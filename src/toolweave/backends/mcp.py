@@ -6,7 +6,7 @@ and left in one task), reconnects with exponential backoff when the
 connection is lost, and keeps the tool, resource and prompt lists fresh.
 
 Streamable-HTTP backends make their `tools/call`s through a lean caller
-(`http_caller.HttpToolCaller`: pooled keep-alive connections, dicts, orjson) on
+(`wire.http_caller.HttpToolCaller`: pooled keep-alive connections, dicts, orjson) on
 the wire the SDK client negotiated; the SDK client still connects, lists,
 reads resources and prompts, pings, listens, and takes over the rare calls that
 need it (a redirect, a stale `Mcp-Param-*` header, a backend asking for input).
@@ -40,13 +40,13 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from toolweave import sdk_compat, tracing
-from toolweave.backends import relay
+from toolweave import tracing
 from toolweave.backends.base import Backend, TokenAuth, logger, unavailable_result
 from toolweave.backends.environment import child_env
-from toolweave.backends.http_caller import HttpToolCaller, Redirected, RpcError, Unauthorized, proxied
 from toolweave.backends.stderr import StderrRelay, backend_secrets
 from toolweave.results import error_result
+from toolweave.wire import relay, sdk_compat
+from toolweave.wire.http_caller import HttpToolCaller, Redirected, RpcError, Unauthorized, proxied
 
 INITIAL_BACKOFF = 0.25
 MAX_BACKOFF = 30.0

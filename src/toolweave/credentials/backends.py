@@ -21,7 +21,6 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.backends import relay
 from toolweave.backends.base import AuthorizationRequired, Backend, TokenAuth
 from toolweave.backends.mcp import MCPBackend
 from toolweave.config.models import BackendConfig
@@ -44,6 +43,7 @@ from toolweave.credentials.oauth import (
 )
 from toolweave.executor.session import Session
 from toolweave.results import error_result
+from toolweave.wire import relay
 
 logger = logging.getLogger("toolweave.credentials")
 Owner = tuple[str | None, str]

@@ -45,12 +45,12 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from toolweave import sdk_compat
 from toolweave.backends.base import AuthorizationRequired, TokenAuth
 from toolweave.backends.http.oauth import ApiAuthServer
 from toolweave.config.models import BackendConfig
 from toolweave.config.oauth import BackendOAuth
 from toolweave.executor.session import Session
+from toolweave.wire import sdk_compat
 
 logger = logging.getLogger("toolweave.credentials")
 

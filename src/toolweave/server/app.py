@@ -28,13 +28,13 @@ from toolweave.server.mcp.endpoint import build_endpoint
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
 from toolweave.server.mcp.shared import SessionSharing
-from toolweave.server.mcp.transport import ExchangeEnd
 from toolweave.server.mcp.virtual import VirtualEndpoints
 from toolweave.server.oauth_callback import callback_route
 from toolweave.server.ui import ui_routes
 from toolweave.services.change_feed import feed_identity
 from toolweave.services.runtime import ServerRuntime
 from toolweave.store import ApiKeyInfo
+from toolweave.wire.transport import ExchangeEnd
 
 FREEZE_AFTER = 1.0
 """Seconds after start-up that the start-up heap is collected and frozen (`_freeze_startup_heap`)."""

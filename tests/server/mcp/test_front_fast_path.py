@@ -25,7 +25,7 @@ from toolweave.executor import Admission, Pools, Session
 from toolweave.server import create_app
 from toolweave.server.mcp import front as mcp_front
 from toolweave.server.mcp.front import MCPFront
-from toolweave.server.mcp.transport import ModernJsonRouter
+from toolweave.wire.transport import ModernJsonRouter
 
 MODES = [pytest.param("auto", id="2026-07-28"), pytest.param("legacy", id="2025-11-25")]
 MODERN_HEADERS = {

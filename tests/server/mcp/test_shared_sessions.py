@@ -21,10 +21,10 @@ from support.configs import python_backend
 from support.fixtures import OpenGateway
 from support.processes import free_port
 from support.serving import serve_asgi
-from toolweave import sdk_compat
 from toolweave.server.app import create_app
 from toolweave.server.mcp import events, shared
 from toolweave.server.mcp.shared import SessionSharing
+from toolweave.wire import sdk_compat
 
 REDIS_ENV = "TOOLWEAVE_TEST_REDIS_URL"
 needs_redis = pytest.mark.skipif(not os.environ.get(REDIS_ENV), reason=f"set {REDIS_ENV}")

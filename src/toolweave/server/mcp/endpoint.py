@@ -13,10 +13,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 
 from toolweave.config.models import LimitsConfig
-from toolweave.sdk_compat import end_session, holds_session
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.shared import SessionSharing, SharedEndpoint
-from toolweave.server.mcp.transport import ModernJsonRouter, PlainModernLane
+from toolweave.wire.sdk_compat import end_session, holds_session
+from toolweave.wire.transport import ModernJsonRouter, PlainModernLane
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from typing import Any
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse, jsonrpc_message_adapter
 
-from toolweave import sdk_compat
+from toolweave.wire import sdk_compat
 
 logger = logging.getLogger("toolweave.server")
 

@@ -33,20 +33,15 @@ from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+from mcp.shared.inbound import InboundModernRoute, find_invalid_x_mcp_header, x_mcp_header_map
 from mcp_types import SERVER_INFO_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolweave import __version__, sdk_compat
+from toolweave import __version__
 from toolweave.backends.base import naming_backend
-from toolweave.backends.relay import client_of_call
 from toolweave.executor import Session
 from toolweave.gateway import Gateway
-from toolweave.server.mcp.calls import (
-    CallLane,
-    plain_list_params,
-    wire_listing,
-)
+from toolweave.server.mcp.calls import CallLane
 from toolweave.server.mcp.elicitation import (
     InputBroker,
     client_can_elicit,
@@ -57,6 +52,9 @@ from toolweave.server.mcp.found import FoundTools
 from toolweave.server.mcp.relays import CallerChannel, Relays
 from toolweave.server.mcp.scopes import missing_scope, require_scope
 from toolweave.servers import VirtualServer
+from toolweave.wire import sdk_compat
+from toolweave.wire.params import plain_list_params, wire_listing
+from toolweave.wire.relay import client_of_call
 
 logger = logging.getLogger("toolweave.server")
 SESSION_SCOPE_KEY = "toolweave.session"
@@ -141,7 +139,7 @@ class MCPFront:
         self._unsubscribe = gateway.on_tools_changed(self._tools_changed)
         gateway.registry.found_listeners.append(self._tools_found)
 
-    def _input_schema(self, name: str) -> dict[str, Any] | None:
+    def input_schema(self, name: str) -> dict[str, Any] | None:
         """A dict lookup, so the SDK's `Mcp-Param-*` header check never runs our tools/list per call.
 
         None (nothing to check) for a tool without `x-mcp-header` annotations: the SDK's check
@@ -176,7 +174,7 @@ class MCPFront:
             title=identity.title,
             description=identity.description,
             instructions=identity.instructions,
-            get_tool_input_schema=self._input_schema,
+            get_tool_input_schema=self.input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -493,7 +491,9 @@ class MCPFront:
         """Whether requests may bypass the SDK's request pipeline (nobody changed the server's middleware)."""
         return self.server.middleware == [self._fast_path] and "tools/list" not in self.server.cache_hints
 
-    async def plain_call(self, scope: Any, verdict: Any, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    async def plain_call(
+        self, scope: Any, verdict: InboundModernRoute, params: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
         """The wire result of a plain 2026-07-28 `tools/call` whose envelope and headers passed the SDK's
         inbound ladder (`verdict`), or None when the SDK must take it (progress, input, a missing scope)."""
         version = verdict.protocol_version
@@ -506,7 +506,7 @@ class MCPFront:
         name, arguments = call
         return await self.lane.answer(session, version, name, arguments)
 
-    def plain_listing(self, scope: Any, verdict: Any, params: Any) -> bytes | None:
+    def plain_listing(self, scope: Any, verdict: InboundModernRoute, params: Any) -> bytes | None:
         """The JSON of a plain 2026-07-28 `tools/list` result (cached per snapshot), or None."""
         session = self._session_of_scope(scope)
         if not plain_list_params(params) or missing_scope(session, "tools/list") is not None:

@@ -28,12 +28,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolweave import sdk_compat
 from toolweave.backends.base import naming_backend
-from toolweave.backends.relay import ProgressFn, RelayError
 from toolweave.gateway import Gateway
 from toolweave.server.mcp.elicitation import PendingCall
-from toolweave.server.mcp.transport import EXCHANGE_OVER
+from toolweave.wire import sdk_compat
+from toolweave.wire.relay import ProgressFn, RelayError
+from toolweave.wire.transport import EXCHANGE_OVER
 
 logger = logging.getLogger("toolweave.server")
 
@@ -53,7 +53,7 @@ def method_not_found() -> MCPError:
 
 
 class CallerChannel:
-    """The client side of one `tools/call` (a `backends.relay.ClientChannel`)."""
+    """The client side of one `tools/call` (a `wire.relay.ClientChannel`)."""
 
     __slots__ = ("_ctx", "_pending", "_relays")
 
@@ -93,7 +93,7 @@ class CallerChannel:
         return getattr(elicitation, "url", None) is not None
 
     def gone(self) -> bool:
-        """Whether the client's HTTP exchange for this call has ended (it walked away; `transport.ExchangeEnd`)."""
+        """Whether the client's HTTP exchange for this call has ended (it walked away; `wire.transport.ExchangeEnd`)."""
         scope = getattr(getattr(self._ctx, "request", None), "scope", None)
         return isinstance(scope, dict) and scope.get(EXCHANGE_OVER, False) is True
 

@@ -41,8 +41,8 @@ from typing import Any
 
 import orjson
 
-from toolweave import sdk_compat
 from toolweave.server.mcp.events import RedisEvents, SessionEvents
+from toolweave.wire import sdk_compat
 
 logger = logging.getLogger("toolweave.server")
 

@@ -5,7 +5,7 @@ tool's progress notifications, a workflow's finished steps, a backend's log
 messages) and any question the call asks: a workflow's elicitation step, an
 approval the policy requires (`executor.approval`), or a backend's own
 `elicitation/create` (relayed to the page as to an MCP client,
-`backends.relay`). The call goes through the executor with the page's
+`wire.relay`). The call goes through the executor with the page's
 caller, so policy, validation and approval apply exactly as for any client;
 the page is simply this caller's way to be asked (its `elicit`).
 
@@ -31,13 +31,13 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.backends.relay import client_of_call
 from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
 from toolweave.executor import Session
 from toolweave.executor.approval import APPROVAL_SCHEMA
 from toolweave.gateway import Gateway
 from toolweave.results import error_result
 from toolweave.server.ui.try_view import FormField, ResultView, form_fields, result_view
+from toolweave.wire.relay import client_of_call
 
 logger = logging.getLogger("toolweave.ui")
 
@@ -140,7 +140,7 @@ class LiveCall:
 
 
 class PageChannel:
-    """The page as the calling client of a backend (`backends.relay.ClientChannel`): it answers
+    """The page as the calling client of a backend (`wire.relay.ClientChannel`): it answers
     `elicitation/create` and shows log messages; sampling and roots it cannot answer."""
 
     def __init__(self, call: LiveCall) -> None:

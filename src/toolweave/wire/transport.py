@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import orjson
 from mcp.server.runner import modern_error_data
@@ -199,6 +200,38 @@ class ExchangeEnd:
             scope[EXCHANGE_OVER] = True
 
 
+class LaneFront(Protocol):
+    """What `PlainModernLane` needs of the MCP front it answers for (`server.mcp.front.MCPFront`).
+
+    The lane speaks the wire; the front decides: whether the lane may run at all, who the caller is
+    (from the ASGI `scope`), what a call or listing answers. `verdict` is the SDK's
+    `InboundModernRoute` (the request's version and envelope, already checked).
+    """
+
+    @property
+    def lane_open(self) -> bool:
+        """False once someone changed the SDK server's middleware: then every request is the SDK's."""
+        ...
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of `name` when it has `x-mcp-header` annotations to check, else None."""
+        ...
+
+    async def listing_ready(self) -> None:
+        """Wait, as a call does, for backends still making their first connection."""
+        ...
+
+    def plain_listing(self, scope: Any, verdict: InboundModernRoute, params: Any) -> bytes | None:
+        """The JSON of the `tools/list` result, or None when the SDK must answer."""
+        ...
+
+    async def plain_call(
+        self, scope: Any, verdict: InboundModernRoute, params: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The wire result of the `tools/call`, or None when the SDK must answer."""
+        ...
+
+
 class PlainModernLane:
     """Answers a plain 2026-07-28 `tools/call` or `tools/list` without the SDK's per-request pipeline.
 
@@ -214,7 +247,7 @@ class PlainModernLane:
     (docs/performance.md).
     """
 
-    def __init__(self, front: Any, security_settings: Any) -> None:
+    def __init__(self, front: LaneFront, security_settings: Any) -> None:
         self.front = front
         self.security = TransportSecurityMiddleware(security_settings)
 
@@ -269,7 +302,7 @@ class PlainModernLane:
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
             return None
         arguments = params.get("arguments")
-        schema = self.front._input_schema(params["name"])
+        schema = self.front.input_schema(params["name"])
         if (
             schema is not None
             and isinstance(arguments, dict | None)

@@ -1,4 +1,4 @@
-"""Contract tests for `toolweave.sdk_compat`, the one home of every reach into the mcp SDK's private or
+"""Contract tests for `toolweave.wire.sdk_compat`, the one home of every reach into the mcp SDK's private or
 provisional API: each reach is checked against the installed SDK, with real objects, so a release that
 moves or reshapes one fails here by name. `pyproject.toml` bounds `mcp` to the minor version these ran on.
 """
@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.session import ServerSession
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from toolweave import sdk_compat
+from toolweave.wire import sdk_compat
 
 KEYS = (PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY)
 

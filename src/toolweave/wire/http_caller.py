@@ -44,7 +44,7 @@ from mcp.shared.inbound import encode_header_value, mcp_param_headers
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 from toolweave import tracing
-from toolweave.backends import relay
+from toolweave.wire import relay
 
 logger = logging.getLogger("toolweave.backends")
 

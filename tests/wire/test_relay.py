@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
-from toolweave.backends import relay
+from toolweave.wire import relay
 
 
 class Client:

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
-from toolweave.backends.http_caller import FIRST_REQUEST_ID, HttpToolCaller, Redirected, RpcError, proxied
+from toolweave.wire.http_caller import FIRST_REQUEST_ID, HttpToolCaller, Redirected, RpcError, proxied
 
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -3,7 +3,7 @@
 toolweave passes MCP through faithfully and fast, which now and then needs something the SDK does not
 publish: a session's request-scoped back channel, the envelope its client stamps on 2026-07-28
 requests, its input-required driver, its HTTP client factory, the `Server.middleware` seam. Each such
-reach is a function here, and `tests/test_sdk_compat.py` checks each against the installed SDK, so a
+reach is a function here, and `tests/wire/test_sdk_compat.py` checks each against the installed SDK, so a
 release that moves one fails there, loudly, by name, rather than somewhere in a call. `pyproject.toml`
 bounds `mcp` to the minor versions those tests passed on.
 """
