@@ -13,6 +13,7 @@ it is stored so a rejected definition never replaces a working one.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -69,7 +70,8 @@ def _identity(definition: Any) -> tuple[str, str]:
         raise ValueError("a composite tool definition must be a mapping")
     if definition.get("kind") == TOOLHIVE_KIND:
         spec = definition.get("spec")
-        name, kind = (spec.get("name") if isinstance(spec, Mapping) else None), "workflow"
+        name: object = spec.get("name") if isinstance(spec, Mapping) else None
+        kind: str | None = "workflow"
     else:
         name, kind = definition.get("name"), infer_kind(definition)
     if not isinstance(name, str) or not EXPOSED_NAME_RE.match(name):
@@ -94,7 +96,7 @@ def _check_expected(expected_version: int | None) -> None:
 
 def _visible(tenant: str | None) -> ColumnElement[bool]:
     """A tenant sees its own tools and the shared ones; no tenant sees only the shared ones."""
-    scope = tools_t.c.tenant.is_(None)
+    scope: ColumnElement[bool] = tools_t.c.tenant.is_(None)
     if tenant is not None:
         scope = or_(tools_t.c.tenant == tenant, scope)
     return and_(scope, tools_t.c.deleted_at.is_(None))
@@ -135,7 +137,7 @@ async def _find(conn: AsyncConnection, id_or_name: str, tenant: str | None) -> R
         )
         .limit(1)
     )
-    row = (await conn.execute(query)).one_or_none()
+    row: Row[Any] | None = (await conn.execute(query)).one_or_none()
     if row is None:
         raise NotFound(f"composite tool {id_or_name!r} not found")
     return row
@@ -204,7 +206,13 @@ class CompositeRepository:
         name, kind = _identity(definition)
         tool_id = str(uuid.uuid4())
         now = utcnow()
-        values = {"id": tool_id, "tenant": tenant, "name": name, "kind": kind, "status": status}
+        values: dict[str, object] = {
+            "id": tool_id,
+            "tenant": tenant,
+            "name": name,
+            "kind": kind,
+            "status": status,
+        }
         values.update(version=1, validation_errors=None, created_at=now, updated_at=now)
         try:
             async with self._db.write() as conn:
@@ -226,7 +234,7 @@ class CompositeRepository:
 
     async def list(
         self, tenant: str | None, kind: str | None = None, status: str | None = None
-    ) -> list[StoredComposite]:
+    ) -> builtins.list[StoredComposite]:
         query = _current().where(_visible(tenant)).order_by(tools_t.c.name, tools_t.c.tenant.is_(None))
         if kind is not None:
             query = query.where(tools_t.c.kind == kind)
@@ -236,7 +244,7 @@ class CompositeRepository:
             rows = (await conn.execute(query)).all()
         return [_stored(row) for row in rows]
 
-    async def list_all(self) -> list[StoredComposite]:
+    async def list_all(self) -> builtins.list[StoredComposite]:
         """Every tool of every tenant (not deleted), oldest first, in one query: for the gateway itself."""
         query = _current().where(tools_t.c.deleted_at.is_(None)).order_by(tools_t.c.created_at, tools_t.c.id)
         async with self._db.read() as conn:
@@ -326,7 +334,7 @@ class CompositeRepository:
                 conn, actor, "composite.deleted", row.tenant, row.id, row.name, row.version, None, detail
             )
 
-    async def versions(self, id_or_name: str, tenant: str | None) -> list[VersionInfo]:
+    async def versions(self, id_or_name: str, tenant: str | None) -> builtins.list[VersionInfo]:
         """Oldest first, each with its full definition."""
         async with self._db.read() as conn:
             row = await _find(conn, id_or_name, tenant)

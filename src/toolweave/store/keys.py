@@ -9,6 +9,7 @@ list; they narrow the lookup, and the hash comparison is constant-time.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import re
@@ -89,7 +90,7 @@ def _split(plaintext: str) -> str | None:
     return plaintext[: len(KEY_PREFIX) + _DISPLAY_CHARS]
 
 
-def _info(row: Row) -> ApiKeyInfo:
+def _info(row: Row[Any]) -> ApiKeyInfo:
     return ApiKeyInfo(
         id=row.id,
         tenant=row.tenant,
@@ -118,26 +119,30 @@ class KeyRepository:
             raise ValueError(f"a key name is a string of at most {MAX_NAME_LENGTH} characters")
         checked = _check_scopes(scopes)
         plaintext = KEY_PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
+        info = ApiKeyInfo(
+            id=uuid.uuid4().hex,
+            tenant=tenant,
+            name=name,
+            prefix=plaintext[: len(KEY_PREFIX) + _DISPLAY_CHARS],
+            scopes=checked,
+            created_at=utcnow(),
+            last_used_at=None,
+            revoked_at=None,
+        )
         values = {
-            "id": uuid.uuid4().hex,
+            "id": info.id,
             "tenant": tenant,
             "name": name,
-            "prefix": plaintext[: len(KEY_PREFIX) + _DISPLAY_CHARS],
+            "prefix": info.prefix,
             "key_hash": _hash(plaintext),
             "scopes": list(checked),
-            "created_at": utcnow(),
+            "created_at": info.created_at,
         }
         async with self._db.write() as conn:
             await ensure_tenant(conn, tenant)
             await conn.execute(api_keys.insert().values(**values))
-            detail = {"prefix": values["prefix"], "scopes": list(checked)}
-            await _audit(conn, actor, "key.created", tenant, values["id"], name, detail)
-        info = ApiKeyInfo(
-            **{k: v for k, v in values.items() if k not in ("key_hash", "scopes")},
-            scopes=checked,
-            last_used_at=None,
-            revoked_at=None,
-        )
+            detail = {"prefix": info.prefix, "scopes": list(checked)}
+            await _audit(conn, actor, "key.created", tenant, info.id, name, detail)
         return info, plaintext
 
     async def verify(self, plaintext: str) -> ApiKeyInfo | None:
@@ -180,7 +185,7 @@ class KeyRepository:
             rows = (await conn.execute(query)).all()
         return [_info(row) for row in rows]
 
-    async def revoked(self) -> list[ApiKeyInfo]:
+    async def revoked(self) -> builtins.list[ApiKeyInfo]:
         """Every revoked key (a gateway told only that some key changed finds what to close)."""
         query = select(api_keys).where(api_keys.c.revoked_at.is_not(None))
         async with self._db.read() as conn:

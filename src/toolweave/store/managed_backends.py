@@ -15,8 +15,9 @@ from sqlalchemy import delete, select, update
 
 from toolweave.actor import Actor
 from toolweave.store.audit import write_audit
-from toolweave.store.crypto import SecretBox, SecretKeyError
+from toolweave.store.crypto import SecretBox
 from toolweave.store.database import Database
+from toolweave.store.errors import SecretKeyError
 from toolweave.store.tables import managed_backends
 
 
@@ -24,7 +25,9 @@ def secret_names(entry: dict[str, Any]) -> list[str]:
     """The keys of the entry whose values are secrets: env variables, headers, auth credentials."""
     found = [f"env.{name}" for name in entry.get("env") or {}]
     found += [f"headers.{name}" for name in entry.get("headers") or {}]
-    auth = entry.get("auth") if isinstance(entry.get("auth"), dict) else {}
+    auth = entry.get("auth")
+    if not isinstance(auth, dict):
+        auth = {}
     found += [f"auth.{key}" for key in ("value", "token", "password") if auth.get(key)]
     return found
 

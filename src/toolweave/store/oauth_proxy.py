@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, select, update
 
 from toolweave.actor import Actor
 from toolweave.store.audit import write_audit
@@ -270,7 +270,7 @@ class OAuthProxyRepository:
         client_id: str | None = None,
     ) -> int:
         """End every live grant matching all the given fields (none given: every grant); how many."""
-        mine = [oauth_proxy_grants.c.revoked_at.is_(None)]
+        mine: list[ColumnElement[bool]] = [oauth_proxy_grants.c.revoked_at.is_(None)]
         if tenant is not None:
             mine.append(oauth_proxy_grants.c.tenant == tenant)
         if subject is not None:

@@ -294,8 +294,8 @@ class SqlRunStore:
                 query = select(run_steps.c.run_id, run_steps.c.step_id, run_steps.c.seq).where(
                     run_steps.c.run_id.in_(with_steps)
                 )
-                for row in (await conn.execute(query)).all():
-                    seqs[row.run_id][row.step_id] = row.seq
+                for seq_row in (await conn.execute(query)).all():
+                    seqs[seq_row.run_id][seq_row.step_id] = seq_row.seq
             rows: list[dict[str, Any]] = []
             states: list[dict[str, Any]] = []
             steps: list[dict[str, Any]] = []

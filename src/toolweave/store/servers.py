@@ -13,6 +13,7 @@ its own transaction.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ async def _find(conn: AsyncConnection, id_or_name: str, tenant: str | None) -> R
     query = _current().where(
         or_(servers_t.c.id == id_or_name, servers_t.c.name == id_or_name), _visible(tenant)
     )
-    row = (await conn.execute(query.limit(1))).one_or_none()
+    row: Row[Any] | None = (await conn.execute(query.limit(1))).one_or_none()
     if row is None:
         raise NotFound(f"virtual server {id_or_name!r} not found")
     return row
@@ -193,7 +194,7 @@ class ServerRepository:
         async with self._db.read() as conn:
             return [_stored(row) for row in (await conn.execute(query)).all()]
 
-    async def list_all(self) -> list[StoredServer]:
+    async def list_all(self) -> builtins.list[StoredServer]:
         """Every tenant's servers (not deleted), oldest first: for the gateway itself."""
         query = (
             _current()
@@ -263,7 +264,7 @@ class ServerRepository:
             await _audit(conn, actor, "server.deleted", row.tenant, row.id, row.name, row.version, None, {})
         return found
 
-    async def versions(self, id_or_name: str, tenant: str | None) -> list[ServerVersion]:
+    async def versions(self, id_or_name: str, tenant: str | None) -> builtins.list[ServerVersion]:
         """Oldest first, each with its full definition."""
         async with self._db.read() as conn:
             row = await _find(conn, id_or_name, tenant)

@@ -50,11 +50,12 @@ def percentile(histogram: Mapping[int, int], fraction: float) -> float | None:
     for index in sorted(histogram):
         count = histogram[index]
         if seen + count >= rank:
-            upper = FIRST_MS * GROWTH**index
+            upper: float = FIRST_MS * GROWTH**index
             lower = upper / GROWTH if index > 0 else 0.0
             if lower <= 0:
                 return upper * (rank - seen) / count if count else upper
-            return lower * (upper / lower) ** ((rank - seen) / count)
+            spread: float = (upper / lower) ** ((rank - seen) / count)
+            return lower * spread
         seen += count
     return FIRST_MS * GROWTH ** max(histogram)
 

@@ -8,6 +8,7 @@ Create Date: 2025-01-01 00:00:00
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -22,11 +23,11 @@ JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 NOT_DELETED = sa.text("deleted_at IS NULL")
 
 
-def _ts(name: str, nullable: bool = False) -> sa.Column:
+def _ts(name: str, nullable: bool = False) -> sa.Column[datetime]:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
 
 
-def _tenant_fk(table: str, nullable: bool) -> sa.Column:
+def _tenant_fk(table: str, nullable: bool) -> sa.Column[str]:
     return sa.Column(
         "tenant",
         sa.String(128),

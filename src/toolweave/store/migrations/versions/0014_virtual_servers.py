@@ -8,6 +8,7 @@ Create Date: 2026-12-06 03:10:00
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -22,7 +23,7 @@ JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 NOT_DELETED = sa.text("deleted_at IS NULL")
 
 
-def _ts(name: str, nullable: bool = False) -> sa.Column:
+def _ts(name: str, nullable: bool = False) -> sa.Column[datetime]:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
 
 
