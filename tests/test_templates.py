@@ -1,4 +1,4 @@
-"""The shared template module: native types, text, filters, sandbox, limits, coercion, secrets."""
+"""The shared template module: native types, text, filters, sandbox, limits, secrets."""
 
 from __future__ import annotations
 
@@ -6,17 +6,16 @@ from typing import Any
 
 import pytest
 
+from toolweave.schemas.coerce import CoercionError
 from toolweave.secrets import REDACTED, secret_values
 from toolweave.secrets import redact_text as redact
 from toolweave.secrets import secret_fields as secret_names
 from toolweave.templates import (
-    CoercionError,
     TemplateError,
     TemplateLimitError,
     TemplateRenderError,
     TemplateSyntaxError,
     check_syntax,
-    coerce,
     compile_template,
     compile_value,
     iter_template_strings,
@@ -226,47 +225,6 @@ def test_iter_template_strings_gives_paths() -> None:
         ("arguments.b[1]", "{{ y }}"),
         ("arguments.c.d", "{% if z %}1{% endif %}"),
     ]
-
-
-# -- coercion ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("value", "schema", "expected"),
-    [
-        ("3", {"type": "integer"}, 3),
-        (" 3 ", {"type": "integer"}, 3),
-        ("3.0", {"type": "integer"}, 3),
-        ("0.99", {"type": "number"}, 0.99),
-        ("10", {"type": "number"}, 10),
-        ("true", {"type": "boolean"}, True),
-        ("False", {"type": "boolean"}, False),
-        ("1", {"type": "boolean"}, True),
-        ('{"a": 1}', {"type": "object"}, {"a": 1}),
-        ("[1, 2]", {"type": "array"}, [1, 2]),
-        ("null", {"type": "null"}, None),
-        ("3", {"type": ["integer", "null"]}, 3),
-        ("3", {"type": ["string", "integer"]}, "3"),
-        ("3", {"type": "string"}, "3"),
-        ("3", {}, "3"),
-        (3, {"type": "string"}, 3),
-        (
-            {"n": "4", "s": "4"},
-            {"properties": {"n": {"type": "integer"}, "s": {"type": "string"}}},
-            {"n": 4, "s": "4"},
-        ),
-        (["1", "2"], {"type": "array", "items": {"type": "integer"}}, [1, 2]),
-    ],
-)
-def test_coerce_turns_text_into_the_schema_type(value: Any, schema: dict[str, Any], expected: Any) -> None:
-    assert coerce(value, schema) == expected
-
-
-def test_coercion_errors_never_quote_the_value() -> None:
-    with pytest.raises(CoercionError) as caught:
-        coerce({"port": "hunter2-secret"}, {"properties": {"port": {"type": "integer"}}})
-    assert "hunter2-secret" not in str(caught.value)
-    assert "port" in str(caught.value) and "integer" in str(caught.value)
 
 
 # -- secrets ----------------------------------------------------------------------------------------

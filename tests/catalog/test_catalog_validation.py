@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolweave.config.patterns import PatternSet, pattern_problem
-from toolweave.schemas import ArgumentValidator
+from toolweave.schemas.validate import ArgumentValidator
 from toolweave.secrets import redact_arguments as redact
 from toolweave.secrets import secret_fields
 

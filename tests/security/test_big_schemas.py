@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from support.api import AppFactory
 from support.configs import python_backend
-from toolweave import schemas
 from toolweave.backends.federated import session
 from toolweave.backends.federated.federation import Federation
 from toolweave.config.models import Config
+from toolweave.schemas import validate as schemas
 from toolweave.services import definitions
 
 API = "/api/v1"

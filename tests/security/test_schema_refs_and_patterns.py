@@ -21,7 +21,7 @@ from starlette.routing import Route
 from support.api import AppFactory, problems
 from support.configs import python_backend
 from support.serving import serve_asgi
-from toolweave.schemas import ArgumentValidator, compile_validator, schema_error
+from toolweave.schemas.validate import ArgumentValidator, compile_validator, schema_error
 
 API = "/api/v1"
 SENTINEL = "the-gateway-host-s-private-file"

@@ -36,7 +36,7 @@ from toolweave.config.patterns import PatternSet
 from toolweave.export.names import MAX_NAME_LENGTH, shortened
 from toolweave.fields import split_tool_ref
 from toolweave.problems import Problem
-from toolweave.schemas import ArgumentValidator
+from toolweave.schemas.validate import ArgumentValidator
 from toolweave.secrets import secret_fields
 from toolweave.suggest import did_you_mean
 

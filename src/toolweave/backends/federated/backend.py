@@ -20,7 +20,7 @@ from toolweave.backends.federated.manifest import Manifest, ToolMeta
 from toolweave.backends.federated.peer import PeerLost, RpcError
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
-from toolweave.schemas import compile_validator
+from toolweave.schemas.validate import compile_validator
 
 ProgressFn = Callable[[float, float | None, str | None], Any]
 

@@ -26,7 +26,7 @@ from toolweave.backends.federated.peer import Channel, FederatedPeer, PeerLost, 
 from toolweave.config.models import FederationConfig
 from toolweave.problems import Problem
 from toolweave.rates import TokenBucket
-from toolweave.schemas import off_loop
+from toolweave.schemas.validate import off_loop
 
 logger = logging.getLogger("toolweave.federation")
 

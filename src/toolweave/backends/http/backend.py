@@ -69,7 +69,7 @@ from toolweave.backends.openapi import (
 from toolweave.bounded import read_bounded
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
-from toolweave.schemas import compile_validator
+from toolweave.schemas.validate import compile_validator
 
 logger = logging.getLogger("toolweave.backends.http")
 

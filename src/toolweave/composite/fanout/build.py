@@ -31,7 +31,10 @@ from toolweave.composite.annotations import composite_annotations
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
 from toolweave.composite.fanout.config import FanoutDef, FanoutTarget
 from toolweave.composite.fanout.run import OUTPUT_SCHEMA, FanoutComposite, Target
-from toolweave.composite.jsonschemas import (
+from toolweave.composite.targets import resolve_targets
+from toolweave.export.describe import ParamUsage, PartDoc, describe_fanout
+from toolweave.problems import Problem
+from toolweave.schemas.read import (
     input_schema_problem,
     merge_definitions,
     properties_of,
@@ -40,9 +43,6 @@ from toolweave.composite.jsonschemas import (
     type_names,
     type_value,
 )
-from toolweave.composite.targets import resolve_targets
-from toolweave.export.describe import ParamUsage, PartDoc, describe_fanout
-from toolweave.problems import Problem
 from toolweave.templates import (
     check_syntax,
     compile_template,

@@ -48,12 +48,8 @@ import mcp_types as types
 from toolweave.composite.base import ProgressFn, ResolvedTool, RunContext
 from toolweave.results import META_KEY, text
 from toolweave.runs import StepRecord
-from toolweave.templates import (
-    TemplateError,
-    ValueTemplate,
-    coerce,
-    run_bounded,
-)
+from toolweave.schemas.coerce import coerce
+from toolweave.templates import TemplateError, ValueTemplate, run_bounded
 
 KIND: Final = "fanout"
 MAX_RECORDED_TEXT: Final = 20_000

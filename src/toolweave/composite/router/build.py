@@ -11,7 +11,6 @@ import mcp_types as types
 
 from toolweave.composite.annotations import composite_annotations
 from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
-from toolweave.composite.jsonschemas import accepts_unlisted, properties_of, required_of
 from toolweave.composite.router.conditions import compile_condition
 from toolweave.composite.router.config import SELECTOR_PARAM, RouterDef, RouterOperation
 from toolweave.composite.router.run import Operation, RouterComposite, Rule
@@ -19,7 +18,9 @@ from toolweave.composite.router.schema import OperationInput, UnifiedSchema, exp
 from toolweave.composite.targets import resolve_targets
 from toolweave.export.describe import PartDoc, describe_router, output_fields
 from toolweave.problems import Problem
-from toolweave.schemas import compile_validator, fast_check
+from toolweave.schemas.fast import fast_check
+from toolweave.schemas.read import accepts_unlisted, properties_of, required_of
+from toolweave.schemas.validate import compile_validator
 from toolweave.secrets import secret_fields
 from toolweave.templates import compile_template
 

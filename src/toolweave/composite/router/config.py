@@ -20,9 +20,9 @@ import re2
 from pydantic import Field, ValidationInfo, field_validator
 
 from toolweave.composite.definition import CompositeBase, ToolReference
-from toolweave.composite.jsonschemas import input_schema_problem
 from toolweave.fields import StrictModel
 from toolweave.problems import Problem
+from toolweave.schemas.read import input_schema_problem
 from toolweave.templates import check_syntax
 
 STRING_TYPES: Final = ("contains", "equals", "matches", "starts_with", "ends_with")

@@ -27,7 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from toolweave.composite.jsonschemas import (
+from toolweave.composite.router.config import SELECTOR_PARAM
+from toolweave.export.describe import ParamUsage
+from toolweave.schemas.read import (
     merge_definitions,
     properties_of,
     renamed_property,
@@ -35,8 +37,6 @@ from toolweave.composite.jsonschemas import (
     type_names,
     type_value,
 )
-from toolweave.composite.router.config import SELECTOR_PARAM
-from toolweave.export.describe import ParamUsage
 from toolweave.templates import copy_json
 
 _MERGED_KEYS: Final = frozenset({"type", "enum", "description"})

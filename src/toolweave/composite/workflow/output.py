@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolweave.composite.workflow.config import OutputDef, OutputPropertyDef
-from toolweave.templates import CoercionError, TemplateError, ValueTemplate, coerce, compile_value, copy_json
+from toolweave.schemas.coerce import CoercionError, coerce
+from toolweave.templates import TemplateError, ValueTemplate, compile_value, copy_json
 
 
 class OutputError(Exception):

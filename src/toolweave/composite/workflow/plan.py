@@ -22,7 +22,7 @@ from toolweave.composite.workflow.config import (
 from toolweave.composite.workflow.graph import format_cycle
 from toolweave.composite.workflow.output import OutputPlan
 from toolweave.composite.workflow.validation import workflow_problems
-from toolweave.schemas import compile_validator
+from toolweave.schemas.validate import compile_validator
 from toolweave.secrets import secret_fields
 from toolweave.suggest import did_you_mean
 from toolweave.templates import (

@@ -26,8 +26,9 @@ from toolweave.composite.workflow.plan import (
     ToolCallPlan,
 )
 from toolweave.results import joined_text
+from toolweave.schemas.coerce import coerce
 from toolweave.secrets import DERIVED_SECRETS, redact_text, secret_values
-from toolweave.templates import TemplateError, coerce, copy_json, run_bounded
+from toolweave.templates import TemplateError, copy_json, run_bounded
 
 logger = logging.getLogger(__name__)
 

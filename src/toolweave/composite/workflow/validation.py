@@ -32,7 +32,7 @@ from toolweave.composite.workflow.config import (
     WorkflowDef,
 )
 from toolweave.problems import Problem
-from toolweave.schemas import schema_error
+from toolweave.schemas.validate import schema_error
 from toolweave.templates import (
     TemplateError,
     check_syntax,

@@ -8,7 +8,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from toolweave.schemas import ArgumentValidator, fast_check
+from toolweave.schemas.fast import fast_check
+from toolweave.schemas.validate import ArgumentValidator
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"text": {"type": "string", "title": "Text"}}, "required": ["text"]},

@@ -1,8 +1,9 @@
-"""JSON Schema helpers shared by the router and fan-out schema merges.
+"""Reading a JSON Schema keyword by keyword: `properties`, `required`, `type`, definitions.
 
 Tool input schemas come from backends we do not control, so every helper
-accepts sloppy input (missing `properties`, a `required` that is not a list)
-and reads it the way a lenient validator would.
+accepts sloppy input (not a mapping, missing `properties`, a `required` that is
+not a list) and reads it the way a lenient validator would. The router and
+fan-out merges, coercion, the UI's forms and search all read schemas here.
 """
 
 from __future__ import annotations
@@ -10,21 +11,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from toolweave.schemas import schema_error
+from toolweave.schemas.validate import schema_error
 from toolweave.templates import copy_json
 
 DEFINITION_KEYS: Final = ("$defs", "definitions")
 """Where local `$ref` targets live (2020-12 and draft-07 spelling)."""
 
 
-def properties_of(schema: Mapping[str, Any]) -> dict[str, Any]:
+def properties_of(schema: Any) -> dict[str, Any]:
+    """The schema's `properties`, each a mapping (a non-mapping property reads as `{}`)."""
+    if not isinstance(schema, Mapping):
+        return {}
     found = schema.get("properties")
     if not isinstance(found, Mapping):
         return {}
     return {name: prop if isinstance(prop, Mapping) else {} for name, prop in found.items()}
 
 
-def required_of(schema: Mapping[str, Any]) -> list[str]:
+def required_of(schema: Any) -> list[str]:
+    """The names `required` lists (non-strings skipped; empty when absent or not a list)."""
+    if not isinstance(schema, Mapping):
+        return []
     found = schema.get("required")
     return [name for name in found if isinstance(name, str)] if isinstance(found, list) else []
 
@@ -41,8 +48,10 @@ def accepts_unlisted(schema: Mapping[str, Any]) -> bool:
     return extra is True or isinstance(extra, Mapping) or not properties_of(schema)
 
 
-def type_names(prop: Mapping[str, Any]) -> list[str] | None:
-    """The property's `type` as a list; None when it does not constrain the type."""
+def type_names(prop: Any) -> list[str] | None:
+    """The schema's `type` as a list; None when it does not constrain the type."""
+    if not isinstance(prop, Mapping):
+        return None
     kind = prop.get("type")
     if isinstance(kind, str):
         return [kind]

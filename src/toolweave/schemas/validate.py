@@ -1,5 +1,5 @@
-"""JSON Schema in one place: compiling validators (`compile_validator`, `schema_error`) and argument
-validation against a tool's `inputSchema`, with validators compiled once per tool.
+"""Checking a JSON Schema (`schema_error`) and compiling validators (`compile_validator`,
+`ArgumentValidator` for a tool's `inputSchema`, compiled once per tool).
 
 Invalid arguments never reach a backend, and the error names the field
 (never its value when the schema marks it secret).
@@ -11,11 +11,8 @@ untrusted input: every validator built here resolves `$ref` only inside its own 
 schemas nested deeper than `MAX_SCHEMA_DEPTH` (so checking one is never a `RecursionError`).
 `schema_error` reports each of these as a problem at definition time.
 
-Hot path: `jsonschema`'s `is_valid` costs tens of microseconds per call even for a
-two-field schema. Most tool schemas are plain (typed properties, `required`,
-`additionalProperties`, `items`, `anyOf` of those), so each schema is also compiled
-into a small predicate that says "valid" only when jsonschema would; anything it does
-not understand, and every failure, goes to jsonschema for the verdict and the messages.
+Hot path: a plain schema is also compiled into a predicate (`toolweave.schemas.fast`) that says
+"valid" only when jsonschema would; every failure goes to jsonschema for the verdict and messages.
 """
 
 from __future__ import annotations
@@ -39,7 +36,8 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
-from toolweave import metaschema
+from toolweave.schemas import metaschema
+from toolweave.schemas.fast import fast_check
 from toolweave.secrets import secret_fields
 
 MAX_SCHEMA_DEPTH: Final = 64
@@ -425,119 +423,3 @@ def describe_error(error: ValidationError, secrets: frozenset[str] = frozenset()
     if top in secrets:
         return f"argument '{field}' is invalid ({error.validator} {error.validator_value!r} failed)"
     return f"argument '{field}': {error.message}"
-
-
-# -- the fast path -------------------------------------------------------------------
-
-Check = Callable[[Any], bool]
-
-_ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$comment",
-        "$schema",
-        "$id",
-        "$defs",
-        "definitions",
-        "format",  # an annotation: no format checker is configured
-        "contentMediaType",
-        "contentEncoding",
-    }
-)
-
-
-def _is_integer(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-_TYPES: dict[str, Check] = {
-    "string": lambda value: isinstance(value, str),
-    "integer": _is_integer,
-    "number": _is_number,
-    "boolean": lambda value: isinstance(value, bool),
-    "object": lambda value: isinstance(value, dict),
-    "array": lambda value: isinstance(value, list),
-    "null": lambda value: value is None,
-}
-
-
-def fast_check(schema: Any) -> Check | None:
-    """A predicate that is True only for instances `jsonschema` (2020-12) accepts; None if the schema
-    uses anything beyond typed properties, `required`, `additionalProperties`, `items` and `anyOf`.
-
-    False means "not sure": the caller asks jsonschema.
-    """
-    if schema is True or schema == {}:
-        return lambda _value: True
-    if not isinstance(schema, Mapping):
-        return None
-    checks: list[Check] = []
-    object_checks: list[Check] = []
-    for key, value in schema.items():
-        if key in _ANNOTATIONS or key.startswith("x-"):
-            continue
-        if key == "type":
-            names = [value] if isinstance(value, str) else value
-            if not isinstance(names, list) or not names or any(name not in _TYPES for name in names):
-                return None
-            tests = [_TYPES[name] for name in names]
-            checks.append(tests[0] if len(tests) == 1 else lambda v, tests=tests: any(t(v) for t in tests))
-        elif key == "properties":
-            if not isinstance(value, Mapping):
-                return None
-            compiled = {}
-            for name, sub in value.items():
-                check = fast_check(sub)
-                if check is None:
-                    return None
-                compiled[name] = check
-            object_checks.append(
-                lambda v, compiled=compiled: all(c(v[n]) for n, c in compiled.items() if n in v)
-            )
-        elif key == "required":
-            if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-                return None
-            required = tuple(value)
-            object_checks.append(lambda v, required=required: all(name in v for name in required))
-        elif key == "additionalProperties":
-            if value is True or value == {}:
-                continue
-            if value is not False:
-                return None
-            known = frozenset(schema.get("properties") or ())
-            if schema.get("patternProperties"):
-                return None
-            object_checks.append(lambda v, known=known: all(name in known for name in v))
-        elif key == "items":
-            check = fast_check(value)
-            if check is None:
-                return None
-            checks.append(lambda v, check=check: not isinstance(v, list) or all(check(i) for i in v))
-        elif key == "anyOf":
-            if not isinstance(value, list) or not value:
-                return None
-            options = [fast_check(sub) for sub in value]
-            if any(option is None for option in options):
-                return None
-            checks.append(lambda v, options=options: any(option(v) for option in options))  # type: ignore[misc]
-        else:
-            return None
-    if object_checks:
-        checks.append(lambda v: not isinstance(v, dict) or all(check(v) for check in object_checks))
-    if not checks:
-        return lambda _value: True
-    if len(checks) == 1:
-        return checks[0]
-    return lambda v: all(check(v) for check in checks)
