@@ -76,24 +76,22 @@ def fast_check(schema: Any) -> Check | None:
             if not isinstance(names, list) or not names or any(name not in _TYPES for name in names):
                 return None
             tests = [_TYPES[name] for name in names]
-            checks.append(tests[0] if len(tests) == 1 else lambda v, tests=tests: any(t(v) for t in tests))
+            checks.append(tests[0] if len(tests) == 1 else _any_of(tests))
         elif key == "properties":
             if not isinstance(value, Mapping):
                 return None
-            compiled = {}
+            compiled: dict[str, Check] = {}
             for name, sub in value.items():
                 check = fast_check(sub)
                 if check is None:
                     return None
                 compiled[name] = check
-            object_checks.append(
-                lambda v, compiled=compiled: all(c(v[n]) for n, c in compiled.items() if n in v)
-            )
+            object_checks.append(_properties(compiled))
         elif key == "required":
             if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
                 return None
             required = tuple(value)
-            object_checks.append(lambda v, required=required: all(name in v for name in required))
+            object_checks.append(_required(required))
         elif key == "additionalProperties":
             if value is True or value == {}:
                 continue
@@ -102,19 +100,19 @@ def fast_check(schema: Any) -> Check | None:
             known = frozenset(schema.get("properties") or ())
             if schema.get("patternProperties"):
                 return None
-            object_checks.append(lambda v, known=known: all(name in known for name in v))
+            object_checks.append(_only(known))
         elif key == "items":
             check = fast_check(value)
             if check is None:
                 return None
-            checks.append(lambda v, check=check: not isinstance(v, list) or all(check(i) for i in v))
+            checks.append(_each_item(check))
         elif key == "anyOf":
             if not isinstance(value, list) or not value:
                 return None
-            options = [fast_check(sub) for sub in value]
-            if any(option is None for option in options):
+            options = [option for option in map(fast_check, value) if option is not None]
+            if len(options) != len(value):
                 return None
-            checks.append(lambda v, options=options: any(option(v) for option in options))  # type: ignore[misc]
+            checks.append(_any_of(options))
         else:
             return None
     if object_checks:
@@ -124,3 +122,23 @@ def fast_check(schema: Any) -> Check | None:
     if len(checks) == 1:
         return checks[0]
     return lambda v: all(check(v) for check in checks)
+
+
+def _any_of(checks: list[Check]) -> Check:
+    return lambda v: any(check(v) for check in checks)
+
+
+def _properties(compiled: dict[str, Check]) -> Check:
+    return lambda v: all(check(v[name]) for name, check in compiled.items() if name in v)
+
+
+def _required(names: tuple[str, ...]) -> Check:
+    return lambda v: all(name in v for name in names)
+
+
+def _only(known: frozenset[str]) -> Check:
+    return lambda v: all(name in known for name in v)
+
+
+def _each_item(check: Check) -> Check:
+    return lambda v: not isinstance(v, list) or all(check(item) for item in v)

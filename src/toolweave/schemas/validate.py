@@ -23,7 +23,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar, cast
 
 import jsonschema
 import orjson
@@ -32,7 +32,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend, validator_for
 from jsonschema_specifications import REGISTRY as METASCHEMAS
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
@@ -110,7 +110,7 @@ def schema_error(schema: Any) -> jsonschema.SchemaError | None:
     if found is _MISSING:
         found = _schema_error(schema)
         _remember(_CHECKED, digest, found)
-    return found  # type: ignore[return-value]
+    return cast("jsonschema.SchemaError | None", found)
 
 
 def _schema_error(schema: Any) -> jsonschema.SchemaError | None:
@@ -201,7 +201,7 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator | None:
         found = _compile(schema)
         if digest is not None:
             _remember(_COMPILED, digest, found)
-    return found  # type: ignore[return-value]
+    return cast("Validator | None", found)
 
 
 def _compile(schema: Mapping[str, Any]) -> Validator | None:
@@ -261,7 +261,7 @@ def _unsafe_part(schema: Any) -> jsonschema.SchemaError | None:
             continue
         resolver = _resolver_at(path, resolvers)
         if path and specification.id_of(sub):
-            resolver = resolver.in_subresource(Resource(contents=sub, specification=specification))
+            resolver = resolver.in_subresource(specification.create_resource(sub))
         resolvers[path] = resolver
         problem = _ref_problem(sub, resolver) or _pattern_problem(sub)
         if problem is not None:
@@ -374,13 +374,17 @@ def _additional_properties(
 @functools.cache
 def _with_re2(base: type[Validator]) -> type[Validator]:
     """`base` (one draft's validator class) with every regex keyword on RE2."""
-    return extend(
-        base,
-        {
-            "pattern": _pattern,
-            "patternProperties": _pattern_properties,
-            "additionalProperties": _additional_properties,
-        },
+    # jsonschema's `extend` is untyped; it returns a validator class like `base`
+    return cast(
+        "type[Validator]",
+        extend(  # type: ignore[no-untyped-call]
+            base,
+            {
+                "pattern": _pattern,
+                "patternProperties": _pattern_properties,
+                "additionalProperties": _additional_properties,
+            },
+        ),
     )
 
 
