@@ -5,14 +5,11 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 
-from support.configs import write_ts_config
 from toolweave import Gateway
 from toolweave.export import (
     FORMATS,
@@ -42,14 +39,6 @@ LOOSE_SCHEMA: dict[str, Any] = {
 }
 NAME_RE = re.compile(NAME_PATTERN)
 LLM_FORMATS = [f for f in FORMATS if f != "mcp"]
-
-
-@pytest.fixture
-async def ts_gateway(tmp_path: Path, in_process_testserver: None) -> AsyncIterator[Gateway]:
-    """A started gateway with tests/servers/testserver.py as the backend `ts` (in-process: the export
-    is the subject, not stdio)."""
-    async with Gateway.from_config(write_ts_config(tmp_path)) as gateway:
-        yield gateway
 
 
 def tool(name: str = "scrape", schema: dict[str, Any] | None = None, **fields: Any) -> types.Tool:

@@ -8,14 +8,11 @@ import importlib.util
 import json
 import sys
 import threading
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 
-from support.configs import write_ts_config
 from toolweave import Gateway
 from toolweave.export import export_tool
 
@@ -23,14 +20,6 @@ HAS_LANGCHAIN = importlib.util.find_spec("langchain_core") is not None
 requires_langchain = pytest.mark.skipif(
     not HAS_LANGCHAIN, reason="langchain-core is not installed (pip install 'toolweave[langchain]')"
 )
-
-
-@pytest.fixture
-async def ts_gateway(tmp_path: Path, in_process_testserver: None) -> AsyncIterator[Gateway]:
-    """A started gateway with tests/servers/testserver.py as the backend `ts` (in-process: the export
-    is the subject, not stdio)."""
-    async with Gateway.from_config(write_ts_config(tmp_path)) as gateway:
-        yield gateway
 
 
 def test_missing_langchain_core_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,9 @@ from toolweave import Gateway
 from toolweave.server import create_app
 from toolweave.server.mcp.front import MCPFront
 
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The test server runs in this process (the front, not the stdio transport, is the subject)."""
+
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},

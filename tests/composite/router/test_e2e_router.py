@@ -21,7 +21,6 @@ from mcp import Client
 from support.configs import stdio_testserver, write_toml
 from support.paths import TOOLWEAVE
 from support.results import inner_records, meta, texts
-from support.serving import serve_mcp
 from toolweave import Gateway
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -172,12 +171,6 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gat
     async with Gateway.from_config(write_toml(directory, text)) as gw:
         assert gw.catalog.degraded == {}, gw.catalog.issues
         yield gw
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def mcp_url(gateway: Gateway) -> AsyncIterator[str]:
-    async with serve_mcp(gateway) as url:
-        yield url
 
 
 def listed(gateway: Gateway, name: str) -> Any:

@@ -28,7 +28,6 @@ from support.configs import stdio_testserver, toml_value, write_toml
 from support.paths import PYTHON, ROOT, SERVERS, TOOLWEAVE
 from support.processes import subprocess_env
 from support.results import inner_records, meta, texts
-from support.serving import serve_mcp
 from toolweave import Gateway
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -466,12 +465,6 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gat
         assert gw.catalog.degraded == {}, gw.catalog.issues
         assert gw.catalog.issues == [], gw.catalog.issues
         yield gw
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def mcp_url(gateway: Gateway) -> AsyncIterator[str]:
-    async with serve_mcp(gateway) as url:
-        yield url
 
 
 def statuses(result: Any) -> dict[str, str]:

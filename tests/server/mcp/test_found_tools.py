@@ -62,11 +62,6 @@ async def gateway(open_gateway: OpenGateway) -> Gateway:
     return await open_gateway(search_config(2, pinned=["py__greet"]))
 
 
-@pytest.fixture
-async def url(gateway: Gateway, serve_gateway: ServeGateway) -> str:
-    return await serve_gateway(gateway)
-
-
 @contextlib.asynccontextmanager
 async def legacy_session(url: str) -> AsyncIterator[tuple[Client, Announcements]]:
     """A 2025-11-25 client (a session) and the list changes it hears (the SDK's client must be

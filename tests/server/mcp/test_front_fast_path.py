@@ -16,8 +16,6 @@ import pytest
 from mcp import Client
 from mcp_types import SERVER_INFO_META_KEY
 
-from support.configs import python_backend, stdio_backend
-from support.fixtures import OpenGateway
 from support.results import names, text
 from support.serving import serve_asgi
 from toolweave import Gateway
@@ -26,6 +24,9 @@ from toolweave.server import create_app
 from toolweave.server.mcp import front as mcp_front
 from toolweave.server.mcp.front import MCPFront
 from toolweave.wire.transport import ModernJsonRouter
+
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The test server runs in this process (the front, not the stdio transport, is the subject)."""
 
 MODES = [pytest.param("auto", id="2026-07-28"), pytest.param("legacy", id="2025-11-25")]
 MODERN_HEADERS = {
@@ -57,11 +58,6 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
         monkeypatch.setattr(MCPFront, name, wrapper)
     return counts
-
-
-@pytest.fixture
-async def gateway(open_gateway: OpenGateway) -> Gateway:
-    return await open_gateway({"backends": [stdio_backend(), python_backend()]})
 
 
 @pytest.fixture

@@ -36,11 +36,6 @@ async def gateway(open_gateway: OpenGateway, tmp_path: Any) -> Gateway:
     )
 
 
-@pytest.fixture
-async def url(gateway: Gateway, serve_gateway: ServeGateway) -> str:
-    return await serve_gateway(gateway)
-
-
 @pytest.mark.parametrize(("mode", "version"), MODES)
 async def test_list_and_call(url: str, mode: str, version: str) -> None:
     async with Client(url, mode=mode) as client:

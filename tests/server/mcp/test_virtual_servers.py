@@ -1,6 +1,6 @@
 """Virtual servers (`[[servers]]`): each a selection of the catalog at `/servers/{name}/mcp`, with its
 own `serverInfo`, instructions, listing, search index and list changes. Real backends (a Python module
-and the stdio test server), the SDK's client on both protocol revisions, the ASGI app under uvicorn."""
+and the test server, in this process), the SDK's client on both protocol revisions, the ASGI app under uvicorn."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from support.configs import python_backend, stdio_backend
 from support.fixtures import OpenGateway, ServeGateway
 from support.results import names, text
 from toolweave import Gateway
+
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The test server runs in this process (the front, not the stdio transport, is the subject)."""
 
 MODES = ["legacy", "auto"]
 """2025-11-25 (a session) and 2026-07-28 (sessionless)."""
