@@ -27,7 +27,7 @@ import orjson
 from pydantic import ValidationError
 
 from toolweave.backends.federated import protocol
-from toolweave.backends.python import ToolSpec, _arguments_model, _parse_docstring, to_result
+from toolweave.backends.python import ToolSpec, to_result, tool_spec
 from toolweave.results import error_result
 
 logger = logging.getLogger("toolweave.federation.client")
@@ -82,25 +82,15 @@ def federated_tool(
     """Mark a function as a federated tool; it runs in the process that serves it with `FederatedClient`."""
 
     def mark(fn: F) -> F:
-        hints = (read_only, destructive, idempotent, open_world, title)
-        annotations = (
-            types.ToolAnnotations(
-                title=title,
-                read_only_hint=read_only,
-                destructive_hint=destructive,
-                idempotent_hint=idempotent,
-                open_world_hint=open_world,
-            )
-            if any(h is not None for h in hints)
-            else None
-        )
-        summary, param_docs = _parse_docstring(inspect.getdoc(fn) or "")
-        spec = ToolSpec(
-            name=name or fn.__name__,
-            description=description or summary,
-            annotations=annotations,
-            function=fn,
-            model=_arguments_model(fn, param_docs),
+        spec = tool_spec(
+            fn,
+            name=name,
+            description=description,
+            read_only=read_only,
+            destructive=destructive,
+            idempotent=idempotent,
+            open_world=open_world,
+            title=title,
         )
         module = "" if fn.__module__ == "__main__" else f"{fn.__module__}."
         setattr(fn, _MARK, FederatedToolSpec(spec, toolkit, module + fn.__qualname__))
