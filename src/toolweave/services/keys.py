@@ -9,11 +9,10 @@ without one, the runtime's count of revoked keys) says so, or within
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 
-from toolweave.store import ApiKeyInfo, KeyRepository, NotFound
+from toolweave.store import ApiKeyInfo, KeyRepository, NotFound, key_digest
 
 CACHE_SECONDS = 10.0
 """How long a verified (or rejected) key is trusted without asking the database again."""
@@ -32,7 +31,7 @@ class KeyCache:
         """Keys looked up by id (the web UI's sessions keep the id, never the key)."""
 
     async def verify(self, plaintext: str) -> ApiKeyInfo | None:
-        digest = hashlib.sha256(plaintext.encode()).hexdigest()
+        digest = key_digest(plaintext)
         now = time.monotonic()
         found = self._entries.get(digest)
         if found is not None and found[0] > now:

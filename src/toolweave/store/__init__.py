@@ -25,7 +25,7 @@ from toolweave.store.crypto import (
 )
 from toolweave.store.database import Database, alembic_config
 from toolweave.store.errors import Conflict, Forbidden, NotFound, SecretKeyError, StoreError, TooSoon
-from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository
+from toolweave.store.keys import VALID_SCOPES, ApiKeyInfo, KeyRepository, key_digest
 from toolweave.store.oauth_pending import PendingAuthorizations
 from toolweave.store.oauth_tokens import GrantSummary, OAuthTokenRepository
 from toolweave.store.runs import SqlRunStore
@@ -72,4 +72,5 @@ __all__ = [
     "VersionInfo",
     "alembic_config",
     "check_tenant",
+    "key_digest",
 ]

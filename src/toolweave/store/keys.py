@@ -61,7 +61,8 @@ class ApiKeyInfo:
         return self.revoked_at is not None
 
 
-def _hash(plaintext: str) -> str:
+def key_digest(plaintext: str) -> str:
+    """What is stored of a key, and what the verified-key cache is keyed by (`services/keys.py`)."""
     return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
@@ -134,7 +135,7 @@ class KeyRepository:
             "tenant": tenant,
             "name": name,
             "prefix": info.prefix,
-            "key_hash": _hash(plaintext),
+            "key_hash": key_digest(plaintext),
             "scopes": list(checked),
             "created_at": info.created_at,
         }
@@ -150,7 +151,7 @@ class KeyRepository:
         prefix = _split(plaintext)
         if prefix is None:
             return None
-        digest = _hash(plaintext)
+        digest = key_digest(plaintext)
         async with self._db.read() as conn:
             rows = (await conn.execute(select(api_keys).where(api_keys.c.prefix == prefix))).all()
         match = next((row for row in rows if hmac.compare_digest(row.key_hash, digest)), None)
