@@ -16,6 +16,16 @@ from toolweave.actor import Actor
 MAX_LISTED = 500
 """The most run records one listing returns (REST `GET /runs` and `toolweave runs --limit`)."""
 
+
+def visible_to(run_tenant: str | None, tenant: str | None) -> bool:
+    """Who may see a run: a tenant exactly its own runs; no tenant (the operator) every run.
+
+    The one statement of it: the stores' `get_run` and `list_runs` filter by it, so the REST
+    API, the web UI and `resume` read a run through the store and check nothing more.
+    """
+    return tenant is None or run_tenant == tenant
+
+
 RunStatus = Literal[
     "running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required"
 ]
@@ -113,7 +123,9 @@ class RunStore(Protocol):
         A store that keeps an audit log records `actor`'s resumption in the same transaction."""
         ...
 
-    async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None: ...
+    async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
+        """The run if `tenant` may see it (`visible_to`), else None."""
+        ...
 
     def lost(self, run_id: str) -> bool:
         """True once this process found that another gateway took the run over (it lost the run's
@@ -183,7 +195,7 @@ class MemoryRunStore:
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
         record = self._runs.get(run_id)
-        if record is None or (tenant is not None and record.tenant not in (None, tenant)):
+        if record is None or not visible_to(record.tenant, tenant):
             return None
         return record
 
@@ -197,7 +209,7 @@ class MemoryRunStore:
     ) -> list[RunRecord]:
         out = []
         for record in reversed(self._runs.values()):
-            if tenant is not None and record.tenant != tenant:
+            if not visible_to(record.tenant, tenant):
                 continue
             if tool is not None and record.tool != tool:
                 continue

@@ -124,7 +124,7 @@ async def _release(runs: Any, claimed: RunRecord, state: dict[str, Any], error: 
 async def interrupted_run(runs: RunStore, run_id: str, tenant: str | None) -> RunRecord:
     """The run, if `tenant` may resume it now (no tenant: any run); else the ResumeError saying why."""
     record = await runs.get_run(run_id, tenant)
-    if record is None or (tenant is not None and record.tenant != tenant):
+    if record is None:
         raise ResumeError(404, "not_found", f"run {run_id!r} not found")
     if record.status != "interrupted":
         raise ResumeError(409, "not_interrupted", _not_interrupted(record))

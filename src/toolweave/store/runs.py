@@ -33,7 +33,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from toolweave.actor import Actor
-from toolweave.runs import RunRecord, StepRecord
+from toolweave.runs import RunRecord, StepRecord, visible_to
 from toolweave.store._sql import upsert
 from toolweave.store.audit import write_audit
 from toolweave.store.database import Database
@@ -406,11 +406,11 @@ class SqlRunStore:
             await _upsert_steps(conn, record.id, record.steps, move_to_end=False)
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
-        """A tenant sees its own runs and tenant-less ones; no tenant sees everything."""
+        """The run if `tenant` may see it (`runs.visible_to`), else None."""
         await self.flush()
         async with self._db.read() as conn:
             row = (await conn.execute(select(runs).where(runs.c.id == run_id))).one_or_none()
-            if row is None or (tenant is not None and row.tenant not in (None, tenant)):
+            if row is None or not visible_to(row.tenant, tenant):
                 return None
             steps = await _steps_by_run(conn, [row.id])
         return _run_record(row, steps[row.id])
@@ -423,7 +423,7 @@ class SqlRunStore:
         status: str | None = None,
         limit: int = 50,
     ) -> list[RunRecord]:
-        """Newest first. A tenant filter matches exactly (as MemoryRunStore does)."""
+        """Newest first. A tenant filter matches exactly: `runs.visible_to` in SQL."""
         _check_limit(limit)
         await self.flush()
         query = select(runs).order_by(runs.c.started_at.desc(), runs.c.id.desc()).limit(limit)

@@ -53,7 +53,7 @@ async def get_run(
     rt: ServerRuntime = Depends(runtime),
 ) -> RunOut:
     record = await rt.runs.get_run(id, caller.tenant)
-    if record is None or (caller.tenant is not None and record.tenant != caller.tenant):
+    if record is None:
         raise ApiError(404, "not_found", f"run {id!r} not found")
     return present.run_out(record)
 
