@@ -27,8 +27,8 @@ import orjson
 
 from toolweave.executor.session import ALL_SCOPES, Session
 from toolweave.identity import Identity, ProtectedResource, TokenRejected, TokenVerifier, quotable
-from toolweave.server.mcp.front import SESSION_SCOPE_KEY
 from toolweave.server.mcp.scopes import SCOPE_ERROR_CODE, missing_scope
+from toolweave.server.request_session import SESSION_SCOPE_KEY
 from toolweave.services.keys import KeyCache
 from toolweave.store import ApiKeyInfo
 

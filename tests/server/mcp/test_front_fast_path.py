@@ -21,8 +21,8 @@ from support.serving import serve_asgi
 from toolweave import Gateway
 from toolweave.executor import Admission, Pools, Session
 from toolweave.server import create_app
-from toolweave.server.mcp import front as mcp_front
 from toolweave.server.mcp.front import MCPFront
+from toolweave.server.request_session import SESSION_SCOPE_KEY
 from toolweave.wire.transport import ModernJsonRouter
 
 pytestmark = pytest.mark.usefixtures("in_process_testserver")
@@ -213,7 +213,7 @@ async def test_what_the_fast_paths_leave_to_the_sdk(
 async def test_a_missing_scope_is_left_to_the_sdk(gateway: Gateway) -> None:
     front = MCPFront(gateway)
     verdict = SimpleNamespace(protocol_version="2026-07-28", client_info=None, client_capabilities={})
-    scope = {mcp_front.SESSION_SCOPE_KEY: Session(scopes=frozenset({"tools:read"}))}
+    scope = {SESSION_SCOPE_KEY: Session(scopes=frozenset({"tools:read"}))}
     assert await front.plain_call(scope, verdict, {"name": "ts__echo", "arguments": {}}) is None
     await front.close()
 

@@ -15,7 +15,7 @@ from toolweave.executor import Session
 from toolweave.server.actors import actor_for
 from toolweave.server.api.errors import ApiError
 from toolweave.server.auth import local_session
-from toolweave.server.mcp.front import SESSION_SCOPE_KEY
+from toolweave.server.request_session import scope_session
 from toolweave.services.definitions import DefinitionService
 from toolweave.services.runtime import ServerRuntime
 
@@ -37,8 +37,8 @@ def definitions(request: Request) -> DefinitionService:
 
 
 def session(request: Request) -> Session:
-    found = request.scope.get(SESSION_SCOPE_KEY)
-    if isinstance(found, Session):
+    found = scope_session(request.scope)
+    if found is not None:
         return found
     rt = runtime(request)
     if rt.require_auth:  # the middleware always sets one; never fall back to the operator's rights

@@ -51,14 +51,13 @@ from toolweave.server.mcp.elicitation import (
 from toolweave.server.mcp.found import FoundTools
 from toolweave.server.mcp.relays import CallerChannel, Relays
 from toolweave.server.mcp.scopes import missing_scope, require_scope
+from toolweave.server.request_session import scope_session
 from toolweave.servers import VirtualServer
 from toolweave.wire import sdk_compat
 from toolweave.wire.params import plain_list_params, wire_listing
 from toolweave.wire.relay import client_of_call
 
 logger = logging.getLogger("toolweave.server")
-SESSION_SCOPE_KEY = "toolweave.session"
-"""ASGI scope key where the auth middleware leaves the caller's `Session` (tenant, scopes)."""
 MAX_LISTINGS = 256
 """Prebuilt `tools/list` answers kept per catalog snapshot (one per tenant and protocol version)."""
 
@@ -200,9 +199,8 @@ class MCPFront:
         return self._session_of_scope(scope)
 
     def _session_of_scope(self, scope: Any) -> Session:
-        if isinstance(scope, dict) and isinstance(scope.get(SESSION_SCOPE_KEY), Session):
-            return scope[SESSION_SCOPE_KEY]
-        return self.default_session
+        found = scope_session(scope)
+        return found if found is not None else self.default_session
 
     @staticmethod
     def _connection_of(ctx: Any) -> Any:

@@ -25,9 +25,8 @@ from typing import Any
 import orjson
 
 from toolweave.config.models import LimitsConfig
-from toolweave.executor.session import Session
-from toolweave.server.mcp.front import SESSION_SCOPE_KEY
 from toolweave.server.mcp.shared import SessionSharing
+from toolweave.server.request_session import scope_session
 
 Scope = MutableMapping[str, Any]
 SESSION_HEADER = b"mcp-session-id"
@@ -62,8 +61,8 @@ class SessionQuota:
             shared.adopted_listeners.append(self._remember)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        session = scope.get(SESSION_SCOPE_KEY) if scope["type"] == "http" else None
-        if not isinstance(session, Session) or session.tenant is None:
+        session = scope_session(scope) if scope["type"] == "http" else None
+        if session is None or session.tenant is None:
             await self.app(scope, receive, send)
             return
         principal = (session.tenant, session.label)

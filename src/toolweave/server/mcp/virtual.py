@@ -24,9 +24,10 @@ from toolweave.gateway import Gateway
 from toolweave.identity import quotable
 from toolweave.server.auth import RESOURCE_SCOPE_KEY, answer_jsonrpc
 from toolweave.server.mcp.endpoint import McpEndpoint, build_endpoint
-from toolweave.server.mcp.front import SESSION_SCOPE_KEY, Identity, MCPFront
+from toolweave.server.mcp.front import Identity, MCPFront
 from toolweave.server.mcp.scopes import SCOPE_ERROR_CODE
 from toolweave.server.mcp.shared import SessionSharing
+from toolweave.server.request_session import scope_session
 from toolweave.servers import VirtualServer
 
 logger = logging.getLogger("toolweave.server")
@@ -98,8 +99,8 @@ class VirtualEndpoints:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         name = scope.get("path_params", {}).get("name", "")
-        session = scope.get(SESSION_SCOPE_KEY)
-        if not isinstance(session, Session):
+        session = scope_session(scope)
+        if session is None:
             session = self._local
         server = self.resolve(name, session)
         if isinstance(server, tuple):
