@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolweave.catalog.search_text import _term, compounds, stem
+from toolweave.catalog.search_text import compounds, index_term, stem
 
 WORDS = 20_000
 MIN_APIS = 3
@@ -85,7 +85,7 @@ def operation_terms(text: str) -> frozenset[str]:
     return frozenset(
         term
         for parts in compounds(text)
-        for term in (_term(part) for part in parts)
+        for term in (index_term(part) for part in parts)
         if term and term.isalpha() and len(term) > 1
     )
 

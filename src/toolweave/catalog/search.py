@@ -21,9 +21,9 @@ from typing import Any
 import mcp_types as types
 
 from toolweave.catalog.search_text import (
-    _term,
     compounds,
     document_terms,
+    index_term,
     leading_words,
     name_terms,
     query_concepts,
@@ -339,7 +339,7 @@ def _name_action(doc: SearchDocument, services: Iterable[str]) -> str | None:
     if doc.backend.name and name.lower().startswith(doc.backend.name.lower()):
         name = name[len(doc.backend.name) :].lstrip("_-./")  # the gateway's namespace
     skip = {*services, "api"}
-    terms = (_term(part) for parts in compounds(name) for part in parts)
+    terms = (index_term(part) for parts in compounds(name) for part in parts)
     return next((term for term in terms if term and term not in skip), None)
 
 
@@ -378,7 +378,7 @@ def _name_prefixes(docs: Sequence[SearchDocument]) -> dict[str, set[int]]:
         if doc.backend.name and name.lower().startswith(doc.backend.name.lower()):
             name = name[len(doc.backend.name) :].lstrip("_-./")  # the gateway's namespace
         parts = next(compounds(name), [])
-        term = _term(parts[0]) if len(parts) > 1 else None
+        term = index_term(parts[0]) if len(parts) > 1 else None
         if term:
             starts[term][doc.backend.name].add(index)
     return {

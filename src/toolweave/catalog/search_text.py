@@ -265,7 +265,8 @@ def compounds(text: str) -> Iterator[list[str]]:
             yield parts
 
 
-def _term(word: str) -> str | None:
+def index_term(word: str) -> str | None:
+    """One word as the index keeps it (stemmed); None for a stop word or an over-long one."""
     if word in STOP_WORDS or len(word) > MAX_WORD:
         return None
     return stem(word)
@@ -275,9 +276,9 @@ def document_terms(text: str) -> list[str]:
     """The terms a tool's text is indexed under: every part, and each compound whole as well."""
     terms: list[str] = []
     for parts in compounds(text):
-        terms.extend(term for term in map(_term, parts) if term)
+        terms.extend(term for term in map(index_term, parts) if term)
         if len(parts) > 1:
-            whole = _term("".join(parts))
+            whole = index_term("".join(parts))
             if whole:
                 terms.append(whole)
     return terms
@@ -290,7 +291,7 @@ def name_terms(text: str) -> set[str]:
     for match in _COMPOUND.finditer(text):
         chunks = [chunk.lower() for chunk in re.split(r"[_\-.'/]", match.group()) if chunk]
         for word in chunks + (["".join(chunks)] if len(chunks) > 1 else []):
-            term = _term(word)
+            term = index_term(word)
             if term:
                 terms.add(term)
     return terms
@@ -330,7 +331,7 @@ def word_pairs(text: str) -> list[str]:
     """Each two neighbouring terms of `text` as one term (`pull+request`), function words left out:
     a tool named `get_pull_request` is found by "pull request" more than by "pull" and "request"
     wherever they stand."""
-    words = [term for parts in compounds(text) for term in map(_term, parts) if term]
+    words = [term for parts in compounds(text) for term in map(index_term, parts) if term]
     return [f"{first}+{second}" for first, second in itertools.pairwise(words)]
 
 
@@ -349,11 +350,11 @@ def query_words(text: str, known: frozenset[str] | set[str]) -> list[str]:
     is a value the task passes, not a word that describes the tool, and is left out."""
     words: list[str] = []
     for parts in compounds(text):
-        whole = _term("".join(parts)) if len(parts) > 1 else None
+        whole = index_term("".join(parts)) if len(parts) > 1 else None
         if whole and whole in known:
             words.append(whole)
         else:
-            words.extend(term for term in map(_term, parts) if term and not term.isdigit())
+            words.extend(term for term in map(index_term, parts) if term and not term.isdigit())
     return words
 
 

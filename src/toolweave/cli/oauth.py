@@ -31,7 +31,7 @@ def login(backend: BackendArgument, config: ConfigOption = None) -> None:
     target = _oauth_backend(cfg, backend)
 
     async def run() -> Any:
-        from toolweave.credentials.backends import LOCAL, _loopback_port
+        from toolweave.credentials.backends import LOCAL, loopback_port
         from toolweave.credentials.oauth import (
             GrantStorage,
             LoopbackAuthorizer,
@@ -51,7 +51,7 @@ def login(backend: BackendArgument, config: ConfigOption = None) -> None:
                 return await authorize(
                     target, build_auth(target, storage, NoPerson("", target.name)), storage
                 )
-            port = _loopback_port(await storage.get_client_info()) or target.oauth.redirect_port
+            port = loopback_port(await storage.get_client_info()) or target.oauth.redirect_port
             loopback = await LoopbackAuthorizer(target.name, port).start()
             try:
                 return await authorize(target, build_auth(target, storage, loopback), storage)

@@ -124,7 +124,7 @@ class OAuthBackends:
         assert config.oauth is not None
         if self.interactive and has_grant:
             client = await storage.get_client_info()
-            port = _loopback_port(client) or config.oauth.redirect_port
+            port = loopback_port(client) or config.oauth.redirect_port
             loopback = await LoopbackAuthorizer(config.name, port).start()
             self._loopbacks.append(loopback)
             return loopback
@@ -358,7 +358,7 @@ def _needs_person(backend: MCPBackend) -> bool:
     return backend.status == "unauthorized" or (auth is not None and auth.required is not None)
 
 
-def _loopback_port(client: Any) -> int:
+def loopback_port(client: Any) -> int:
     """The port of a loopback redirect URI the client was registered with (0: none)."""
     from urllib.parse import urlsplit
 

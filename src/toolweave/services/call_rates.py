@@ -57,11 +57,11 @@ class RedisCallRates:
 
     def _charge_script(self) -> Any:
         """The client is made on the first call, not at construction: a missing `redis` package is
-        reported once, clearly, by the change feed when the runtime starts (`_import_redis`)."""
+        reported once, clearly, by the change feed when the runtime starts (`import_redis`)."""
         if self._script is None:
-            from toolweave.services.change_feed import _import_redis
+            from toolweave.services.change_feed import import_redis
 
-            self._redis = _import_redis().from_url(self._url, socket_connect_timeout=2, socket_timeout=2)
+            self._redis = import_redis().from_url(self._url, socket_connect_timeout=2, socket_timeout=2)
             self._script = self._redis.register_script(_CHARGE)
         return self._script
 

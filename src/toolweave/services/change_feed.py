@@ -141,7 +141,8 @@ def plan(config_redis_url: str, db: Database, mode: Mode = "auto") -> str:
     return "postgres" if db.dialect == "postgresql" else "off"
 
 
-def _import_redis() -> Any:
+def import_redis() -> Any:
+    """`redis.asyncio`, or a SyncError naming the extra to install: every Redis user imports it here."""
     try:
         import redis.asyncio as aioredis
     except ImportError:
@@ -197,7 +198,7 @@ class RedisTransport(_Transport):
 
     def __init__(self, feed: ChangeFeed, url: str, channel: str) -> None:
         super().__init__(feed)
-        aioredis = _import_redis()
+        aioredis = import_redis()
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
 
@@ -373,7 +374,7 @@ class ChangeFeed:
     def check(redis_url: str, db: Database, mode: Mode = "auto") -> None:
         """Fail before anything starts when the configured transport cannot work."""
         if plan(redis_url, db, mode) == "redis":
-            _import_redis()
+            import_redis()
 
     def describe(self) -> str:
         where = self.transport.describe() if self.transport is not None else ""
@@ -615,7 +616,7 @@ async def announce(db: Database, change: Change, *, redis_url: str = "", timeout
     payload = Change(change.kind, change.id, change.tenant, change.backend, origin="announce").encode()
     try:
         if name == "redis":
-            client = _import_redis().from_url(
+            client = import_redis().from_url(
                 redis_url, socket_connect_timeout=timeout, socket_timeout=timeout
             )
             try:

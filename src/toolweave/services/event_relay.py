@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from toolweave.services.change_feed import _import_redis, feed_identity
+from toolweave.services.change_feed import feed_identity, import_redis
 from toolweave.store import Database
 
 logger = logging.getLogger("toolweave.events")
@@ -75,7 +75,7 @@ class EventRelay:
     async def start(self, deliver: Any) -> None:
         """Publish from now on; `deliver(event)` is what the others' events are handed to."""
         self._deliver = deliver
-        self._redis = _import_redis().from_url(self._url, socket_connect_timeout=5, socket_keepalive=True)
+        self._redis = import_redis().from_url(self._url, socket_connect_timeout=5, socket_keepalive=True)
         self._publisher = asyncio.create_task(self._publish_loop(), name="toolweave-event-publisher")
 
     def listening(self, wanted: bool) -> None:

@@ -32,7 +32,7 @@ from toolweave.backends.federated import FederatedBackend, Federation
 from toolweave.backends.federated.manifest import read_manifest
 from toolweave.backends.federated.peer import PeerLost
 from toolweave.results import error_result
-from toolweave.services.change_feed import _import_redis, feed_identity
+from toolweave.services.change_feed import feed_identity, import_redis
 from toolweave.store import Database
 
 logger = logging.getLogger("toolweave.federation.relay")
@@ -84,7 +84,7 @@ class FederationRelay:
         self.registry_channel = f"{prefix}:registry"
         self._prefix = prefix
         self.own_channel = self._gateway_channel(self.instance)
-        aioredis = _import_redis()
+        aioredis = import_redis()
         self._redis = aioredis.from_url(redis_url, socket_connect_timeout=5, socket_keepalive=True)
         self.remote: dict[tuple[str, str], RemoteServer] = {}
         """(gateway, namespace) → the relayed server this gateway calls."""

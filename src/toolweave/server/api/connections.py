@@ -36,7 +36,8 @@ _HOP_BY_HOP = {
 MAX_VALUE = 8192
 
 
-def _check_backend(rt: ServerRuntime, backend: str) -> None:
+def check_backend(rt: ServerRuntime, backend: str) -> None:
+    """A connection is for a configured HTTP MCP backend or HTTP API (the REST route and the UI's form)."""
     config = rt.gateway.config.backend(backend)
     if config is None:
         raise ApiError(404, "not_found", f"no backend {backend!r} in the config")
@@ -50,7 +51,7 @@ def _check_backend(rt: ServerRuntime, backend: str) -> None:
         )
 
 
-def _check_headers(headers: dict[str, str]) -> None:
+def check_headers(headers: dict[str, str]) -> None:
     """Every problem names the header, never its value."""
     problems: list[tuple[str, str]] = []
     if not headers:
@@ -106,8 +107,8 @@ async def put_connection(
     who: Actor = Depends(actor),
 ) -> ConnectionOut:
     """Replaces the whole set. Values are encrypted at rest and never returned."""
-    _check_backend(rt, backend)
-    _check_headers(body.headers)
+    check_backend(rt, backend)
+    check_headers(body.headers)
     summary = await rt.connections.put(caller.tenant, backend, body.headers, actor=who)
     rt.connection_changed(caller.tenant, backend)
     return ConnectionOut(backend=backend, keys=summary["keys"], updatedAt=summary["updated_at"])

@@ -66,9 +66,9 @@ Principal = tuple[str, str]
 
 
 def _redis_module() -> Any:
-    from toolweave.services.change_feed import _import_redis
+    from toolweave.services.change_feed import import_redis
 
-    return _import_redis()
+    return import_redis()
 
 
 class SessionSharing:

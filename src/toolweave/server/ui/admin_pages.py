@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from toolweave.server.api.connections import _check_backend, _check_headers
+from toolweave.server.api.connections import check_backend, check_headers
 from toolweave.server.api.errors import ApiError
 from toolweave.server.ui.app import PageContext, UiApp
 from toolweave.store import NotFound, StoreError
@@ -95,8 +95,8 @@ class AdminPages:
         if why:
             return await self.page(ctx, problem=why, status=422)
         try:
-            _check_backend(rt, backend)
-            _check_headers(headers)
+            check_backend(rt, backend)
+            check_headers(headers)
         except ApiError as error:
             details = "; ".join(f"{p.path}: {p.message}" for p in error.problems) if error.problems else ""
             return await self.page(ctx, problem=f"{error.message} {details}".strip(), status=422)

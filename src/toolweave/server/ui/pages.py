@@ -48,7 +48,7 @@ def definition_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return list(difflib.unified_diff(before, after, "before", "after", lineterm="", n=2))[2:]
 
 
-def _safe_next(target: str | None) -> str:
+def safe_next(target: str | None) -> str:
     """Only a path on this site (never `//evil.example` or a scheme): no open redirect after login."""
     if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return "/"
@@ -293,13 +293,13 @@ class Pages:
         if not ctx.runtime.require_auth:
             return RedirectResponse("/", status_code=303)
         return self.ui.render(
-            ctx, "login.html", next=_safe_next(ctx.request.query_params.get("next")), error=""
+            ctx, "login.html", next=safe_next(ctx.request.query_params.get("next")), error=""
         )
 
     async def login(self, ctx: PageContext) -> Response:
         form = await ctx.request.form()
         key = str(form.get("key") or "").strip()
-        target = _safe_next(str(form.get("next") or ""))
+        target = safe_next(str(form.get("next") or ""))
         if not ctx.runtime.require_auth:
             return RedirectResponse(target, status_code=303)
         client = ctx.request.client.host if ctx.request.client else "?"

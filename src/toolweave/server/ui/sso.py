@@ -26,7 +26,7 @@ from starlette.responses import RedirectResponse, Response
 from toolweave.identity import Identity, Issuer, IssuerUnavailable, TokenRejected
 from toolweave.identity.fetch import fetch_json
 from toolweave.server.ui.app import PageContext, UiApp
-from toolweave.server.ui.pages import _safe_next as safe_next
+from toolweave.server.ui.pages import safe_next
 
 COOKIE = "tw_ui_sso"
 COOKIE_PATH = "/login/sso"
