@@ -14,6 +14,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.server import Server
+from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.session import ServerSession
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
@@ -106,6 +107,25 @@ async def test_the_client_envelope_and_input_required_driver() -> None:
 async def test_create_http_client() -> None:
     async with sdk_compat.create_http_client({"x-test": "1"}) as http:
         assert http.headers["x-test"] == "1"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {},
+        {"elicitation": {}},
+        {"sampling": {}, "roots": {"listChanged": True}, "experimental": {"x": {}}},
+        {"elicitation": 5},
+        "not an object",
+        None,
+    ],
+)
+def test_envelope_capabilities_types_them_as_a_connection_from_the_envelope_does(raw: Any) -> None:
+    info = {"name": "c", "version": "1"}
+    connection = Connection.from_envelope("2026-07-28", info, raw)
+    typed = sdk_compat.envelope_capabilities(raw)
+    assert typed == connection.client_capabilities
+    assert (typed is None) == (raw in (None, "not an object") or raw == {"elicitation": 5})
 
 
 def test_serialize_server_result_and_the_middleware_seam() -> None:

@@ -261,6 +261,8 @@ async def _serve_http(
         uvicorn.Config(
             app,
             log_level="warning",
+            # uvicorn's access lines are info: never shown at "warning"; off, each request skips building one
+            access_log=False,
             lifespan="on",
             http="httptools",
             # the federation endpoint refuses a frame over the limit with its own reason; this bounds the rest

@@ -25,6 +25,7 @@ from mcp.client.auth.utils import (
 )
 from mcp.client.session import DEFAULT_CLIENT_INFO
 from mcp.server.connection import Connection
+from mcp.server.connection import _typed as _typed_envelope_value
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import GET_STREAM_KEY as GET_STREAM_KEY
 from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -168,6 +169,13 @@ async def send_raw_request(
 def serialize_server_result(method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:
     """A result dict shaped for `version`'s wire, as the SDK's runner shapes it (`mcp_types.methods`)."""
     return _methods.serialize_server_result(method, version, result)
+
+
+def envelope_capabilities(raw: Any) -> types.ClientCapabilities | None:
+    """The client capabilities a 2026-07-28 request's `_meta` envelope declares, typed exactly as
+    `Connection.from_envelope` types them (a mis-shaped value reads as not supplied), without building
+    the per-request `Connection` (client params, an event, an exit stack) the plain lane never uses."""
+    return _typed_envelope_value(types.ClientCapabilities, raw)
 
 
 def set_fast_path(server: Any, middleware: Callable[[Any, Any], Awaitable[Any]]) -> None:

@@ -285,10 +285,10 @@ class PlainModernLane:
             return None
         if not check_accept_headers(request)[0]:
             return None
-        headers = request.headers
-        if find_duplicated_routing_header(headers.items()) is not None:
+        lines = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
+        if find_duplicated_routing_header(lines) is not None:
             return None
-        verdict = classify_inbound_request(message, headers=dict(headers))
+        verdict = classify_inbound_request(message, headers=_folded(lines))
         if not isinstance(verdict, InboundModernRoute):
             return None
         params = message.get("params")
@@ -306,7 +306,7 @@ class PlainModernLane:
         if (
             schema is not None
             and isinstance(arguments, dict | None)
-            and validate_mcp_param_headers(schema, arguments or {}, headers) is not None
+            and validate_mcp_param_headers(schema, arguments or {}, request.headers) is not None
         ):
             return None
         try:
@@ -323,3 +323,12 @@ class PlainModernLane:
         if result is None:
             return None
         return 200, b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (request_id, orjson.dumps(result))
+
+
+def _folded(lines: list[tuple[str, str]]) -> dict[str, str]:
+    """Header lines as one mapping, the first of repeated names winning, as `dict(request.headers)`
+    folds them, without its lookup per name (each a scan of every line)."""
+    folded: dict[str, str] = {}
+    for name, value in lines:
+        folded.setdefault(name, value)
+    return folded

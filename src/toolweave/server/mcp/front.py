@@ -29,7 +29,6 @@ from typing import Any
 import mcp_types as types
 import orjson
 from mcp.server import Server
-from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
@@ -495,8 +494,7 @@ class MCPFront:
         """The wire result of a plain 2026-07-28 `tools/call` whose envelope and headers passed the SDK's
         inbound ladder (`verdict`), or None when the SDK must take it (progress, input, a missing scope)."""
         version = verdict.protocol_version
-        connection = Connection.from_envelope(version, verdict.client_info, verdict.client_capabilities)
-        capabilities = connection.client_capabilities
+        capabilities = sdk_compat.envelope_capabilities(verdict.client_capabilities)
         session = self._session_of_scope(scope)
         call = self.lane.fast_call(params, version, session, capabilities=capabilities, can_notify=False)
         if call is None:
