@@ -163,7 +163,10 @@ async def send_raw_request(
     passed there (the dispatcher's `CallOptions.on_progress`)."""
     outbound = session._request_outbound
     options: Any = {"on_progress": on_progress} if on_progress is not None else None
-    return await outbound.send_raw_request(method, dict(params) if params is not None else None, options)
+    answer: dict[str, Any] = await outbound.send_raw_request(
+        method, dict(params) if params is not None else None, options
+    )
+    return answer
 
 
 def serialize_server_result(method: str, version: str, result: dict[str, Any]) -> dict[str, Any]:
