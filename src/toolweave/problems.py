@@ -16,6 +16,7 @@ from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from toolweave.errors import ToolweaveError
 from toolweave.suggest import did_you_mean
 
 
@@ -38,7 +39,7 @@ def as_problems(items: Iterable[Problem | tuple[str, str]]) -> list[Problem]:
     return [item if isinstance(item, Problem) else Problem(*item) for item in items]
 
 
-class ConfigError(Exception):
+class ConfigError(ToolweaveError):
     """Raised with EVERY problem found in a config, never just the first."""
 
     def __init__(self, issues: Sequence[Problem], source: str | None = None) -> None:

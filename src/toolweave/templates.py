@@ -57,6 +57,7 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.runtime import Context, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
+from toolweave.errors import ToolweaveError
 from toolweave.secrets import TAINTED, SecretValues
 
 MAX_SOURCE_CHARS = 100_000
@@ -102,7 +103,7 @@ Context_ = Mapping[str, Any]
 # -- errors ------------------------------------------------------------------
 
 
-class TemplateError(ValueError):
+class TemplateError(ToolweaveError, ValueError):
     """Any problem with a template: syntax, rendering, limits or coercion."""
 
 

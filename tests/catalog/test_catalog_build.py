@@ -13,7 +13,7 @@ import pytest
 from support.configs import config
 from support.fakes import FakeBackend, tool
 from toolweave.catalog import Catalog
-from toolweave.composite.base import BuildError
+from toolweave.composite.errors import BuildError
 
 GITHUB_TOOLS = [
     tool("search", description="Search issues", properties={"q": {"type": "string"}}, read_only=True),

@@ -9,8 +9,9 @@ import pytest
 from support.configs import parse_composite_def
 from support.fakes import FakeCatalog, tool
 from toolweave.composite.annotations import combined_hints, composite_annotations, effective_hints
-from toolweave.composite.base import BuildError, ResolvedTool
+from toolweave.composite.base import ResolvedTool
 from toolweave.composite.definition import AnnotationsDef
+from toolweave.composite.errors import BuildError
 from toolweave.composite.router import build_router
 
 

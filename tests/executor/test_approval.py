@@ -14,7 +14,8 @@ import pytest
 from support.executor import MakeGateway, backend
 from support.results import text
 from toolweave import Gateway
-from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
+from toolweave.composite.base import ElicitOutcome
+from toolweave.composite.errors import ElicitUnavailable
 from toolweave.executor import Session
 
 

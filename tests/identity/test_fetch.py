@@ -13,7 +13,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from support.serving import serve_asgi
-from toolweave.identity.fetch import IssuerUnavailable, fetch_json
+from toolweave.identity.errors import IssuerUnavailable
+from toolweave.identity.fetch import fetch_json
 
 
 async def huge(_request: Request) -> Response:

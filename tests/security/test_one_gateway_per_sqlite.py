@@ -17,7 +17,7 @@ import pytest
 from support.api import AppFactory
 from support.configs import python_backend, toml_document
 from support.paths import TOOLWEAVE
-from toolweave.store.gateway_lock import GatewayLockError
+from toolweave.store.errors import GatewayLockError
 
 
 async def test_a_second_gateway_on_the_same_sqlite_file_refuses_to_start(sqlite_app: AppFactory) -> None:

@@ -15,7 +15,7 @@ from support.api import AppFactory
 from support.configs import python_backend, stdio_backend
 from support.processes import header_server
 from toolweave.executor import Session
-from toolweave.services.connections import ConnectionUnavailable
+from toolweave.services.errors import ConnectionUnavailable
 from toolweave.services.logs import JsonFormatter
 
 API = "/api/v1"

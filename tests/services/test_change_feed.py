@@ -36,7 +36,8 @@ from toolweave import Gateway
 from toolweave.config import parse_config
 from toolweave.executor import Session
 from toolweave.server.app import server_app
-from toolweave.services.change_feed import Change, ChangeFeed, SyncError, announce, plan
+from toolweave.services.change_feed import Change, ChangeFeed, announce, plan
+from toolweave.services.errors import SyncError
 from toolweave.services.runtime import ServerRuntime
 from toolweave.store import Database, KeyRepository
 

@@ -9,15 +9,11 @@ import pytest
 
 from support.configs import python_backend
 from support.fixtures import OpenGateway
-from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
+from toolweave.composite.base import ElicitOutcome
+from toolweave.composite.errors import ElicitUnavailable
 from toolweave.executor import Session
-from toolweave.server.ui.live_calls import (
-    MAX_QUESTIONS,
-    MAX_RUNNING_PER_SESSION,
-    LiveCall,
-    LiveCallRefused,
-    LiveCalls,
-)
+from toolweave.server.ui.errors import LiveCallRefused
+from toolweave.server.ui.live_calls import MAX_QUESTIONS, MAX_RUNNING_PER_SESSION, LiveCall, LiveCalls
 
 
 async def _settled(calls: list[LiveCall]) -> None:

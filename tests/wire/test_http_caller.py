@@ -15,7 +15,8 @@ import orjson
 import pytest
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
-from toolweave.wire.http_caller import FIRST_REQUEST_ID, HttpToolCaller, Redirected, RpcError, proxied
+from toolweave.wire.errors import Redirected, RpcError
+from toolweave.wire.http_caller import FIRST_REQUEST_ID, HttpToolCaller, proxied
 
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -11,6 +11,7 @@ import pytest
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
 from toolweave.wire import relay
+from toolweave.wire.errors import RelayError
 
 
 class Client:
@@ -27,7 +28,7 @@ class Client:
         self.asked.append((method, params))
         if self.hang:
             await asyncio.Event().wait()
-        if isinstance(self.answer, relay.RelayError):
+        if isinstance(self.answer, RelayError):
             raise self.answer
         return self.answer
 
@@ -42,7 +43,7 @@ async def test_the_clients_answer_and_error_go_back_as_they_are() -> None:
         "result": client.answer
     }
     assert client.asked == [("sampling/createMessage", params)]
-    refusing = Client(relay.RelayError(-1, "User rejected", {"why": "no"}))
+    refusing = Client(RelayError(-1, "User rejected", {"why": "no"}))
     assert await relay.answer_server_request(refusing, "elicitation/create", {}) == {
         "error": {"code": -1, "message": "User rejected", "data": {"why": "no"}}
     }

@@ -44,14 +44,6 @@ class TokenAuth:
         return "TokenAuth(***)"
 
 
-class AuthorizationRequired(Exception):
-    """An OAuth backend needs a person to authorize (again); `url` is where, when there is one."""
-
-    def __init__(self, message: str, url: str | None = None) -> None:
-        super().__init__(message)
-        self.url = url
-
-
 ChangeListener = Callable[["Backend"], None]
 
 logger = logging.getLogger("toolweave.backends")

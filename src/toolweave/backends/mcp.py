@@ -46,7 +46,8 @@ from toolweave.backends.environment import child_env
 from toolweave.backends.stderr import StderrRelay, backend_secrets
 from toolweave.results import error_result
 from toolweave.wire import relay, sdk_compat
-from toolweave.wire.http_caller import HttpToolCaller, Redirected, RpcError, Unauthorized, proxied
+from toolweave.wire.errors import Redirected, RpcError, Unauthorized
+from toolweave.wire.http_caller import HttpToolCaller, proxied
 
 INITIAL_BACKOFF = 0.25
 MAX_BACKOFF = 30.0

@@ -28,7 +28,8 @@ from toolweave.catalog.search import (
     SearchDocument,
     ToolIndex,
 )
-from toolweave.composite.base import BuildError, Composite, ResolvedTool, ToolResolver
+from toolweave.composite.base import Composite, ResolvedTool, ToolResolver
+from toolweave.composite.errors import BuildError
 from toolweave.composite.kinds import tool_references
 from toolweave.composite.workflow.graph import find_composite_cycles, format_cycle
 from toolweave.config.models import BackendConfig, Config

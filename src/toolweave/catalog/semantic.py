@@ -34,6 +34,7 @@ import orjson
 from toolweave.bounded import read_bounded
 from toolweave.catalog.search import SearchDocument, ToolIndex
 from toolweave.config.models import EmbeddingsConfig
+from toolweave.errors import ToolweaveError
 
 try:
     import numpy as np
@@ -77,7 +78,7 @@ class MemoryVectorStore:
             self._vectors[(model, key)] = vector
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(ToolweaveError):
     """The endpoint failed or answered something that is not embeddings; the message says which."""
 
 

@@ -35,8 +35,8 @@ def federate(
 
     Example: toolweave federate --gateway http://127.0.0.1:8080 --key tw_... -- mcp-server-time
     """
+    from toolweave.backends.errors import FederationRefused
     from toolweave.backends.federated.bridge import StdioBridge
-    from toolweave.backends.federated.client import FederationRefused
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("toolweave.federation").setLevel(logging.INFO)

@@ -24,6 +24,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from toolweave.actor import CLI_USER_AGENT
+from toolweave.errors import ToolweaveError
 
 T = TypeVar("T")
 URL_ENV = "TOOLWEAVE_URL"
@@ -47,7 +48,7 @@ LocalOption = Annotated[
 ]
 
 
-class GatewayError(Exception):
+class GatewayError(ToolweaveError):
     """The running gateway answered with an error (its message is the one to show), or is unreachable."""
 
     def __init__(

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import mcp_types as types
 
-from toolweave.composite.base import BuildError, ResolvedTool
+from toolweave.composite.base import ResolvedTool
 from toolweave.composite.definition import AnnotationsDef
+from toolweave.composite.errors import BuildError
 
 
 @dataclass(frozen=True, slots=True)

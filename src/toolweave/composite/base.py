@@ -9,13 +9,12 @@ client's call.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
-from toolweave.problems import Problem, as_problems
 from toolweave.runs import RunRecord, RunStore, StepRecord
 
 CallFn = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
@@ -31,10 +30,6 @@ class ElicitOutcome:
 
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
-
-
-class ElicitUnavailable(Exception):
-    """The client cannot be asked (no elicitation capability, or no back channel)."""
 
 
 ElicitFn = Callable[[str, dict[str, Any], float | None], Awaitable[ElicitOutcome]]
@@ -83,15 +78,6 @@ class RunContext:
     """The run record's steps, where a composite that does not checkpoint (a fan-out: one per target)
     puts what it ran, so the run's page shows each part's outcome; None when not recorded."""
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-class BuildError(Exception):
-    """A definition that cannot be built against the current catalog; `issues` has every problem,
-    paths relative to the definition."""
-
-    def __init__(self, issues: Sequence[Problem | tuple[str, str]]) -> None:
-        self.issues = as_problems(issues)
-        super().__init__("; ".join(str(problem) for problem in self.issues))
 
 
 class Composite(Protocol):

@@ -100,7 +100,7 @@ def build_composite(definition: Any, resolver: ToolResolver) -> Composite:
     """Build a validated definition against a catalog; BuildError lists every problem."""
     found = KINDS.get(getattr(definition, "kind", ""))
     if found is None:
-        from toolweave.composite.base import BuildError
+        from toolweave.composite.errors import BuildError
 
         raise BuildError([Problem("kind", f"unknown composite kind {definition.kind!r}")])
     return found.build(definition, resolver)

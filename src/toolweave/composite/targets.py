@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
+from toolweave.composite.base import ResolvedTool, ToolResolver
+from toolweave.composite.errors import BuildError
 from toolweave.problems import Problem
 from toolweave.suggest import did_you_mean
 

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import yaml
 
+from toolweave.errors import ToolweaveError
 from toolweave.problems import Problem
 
 MAX_DOCUMENT_BYTES: Final = 10 << 20
@@ -35,7 +36,7 @@ MAX_VALUES: Final = 200_000
 """Most values a YAML document may expand to, counting every alias's target each time it is used."""
 
 
-class DocumentTooCostly(yaml.YAMLError):
+class DocumentTooCostly(ToolweaveError, yaml.YAMLError):
     """A YAML document whose aliases are recursive or expand past `MAX_VALUES`, or that nests too deeply."""
 
 

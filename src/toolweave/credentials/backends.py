@@ -21,7 +21,8 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.backends.base import AuthorizationRequired, Backend, TokenAuth
+from toolweave.backends.base import Backend, TokenAuth
+from toolweave.backends.errors import AuthorizationRequired
 from toolweave.backends.mcp import MCPBackend
 from toolweave.config.models import BackendConfig
 from toolweave.credentials.oauth import (

@@ -45,7 +45,8 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from toolweave.backends.base import AuthorizationRequired, TokenAuth
+from toolweave.backends.base import TokenAuth
+from toolweave.backends.errors import AuthorizationRequired
 from toolweave.backends.http.oauth import ApiAuthServer
 from toolweave.config.models import BackendConfig
 from toolweave.config.oauth import BackendOAuth

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from toolweave.catalog.catalog import Entry, is_destructive
-from toolweave.composite.base import ElicitUnavailable
+from toolweave.composite.errors import ElicitUnavailable
 from toolweave.executor.policy import Policy
 from toolweave.executor.session import Session
 from toolweave.results import json_text

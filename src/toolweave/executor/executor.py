@@ -22,6 +22,7 @@ from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.composite.base import ProgressFn, RunContext
 from toolweave.executor import approval, batch, recording, search_mode, trace
 from toolweave.executor.admission import Pools, admitted
+from toolweave.executor.errors import InvalidArguments
 from toolweave.executor.registry import Registry
 from toolweave.executor.session import BatchCall, Session
 from toolweave.executor.validation import validated
@@ -202,10 +203,10 @@ class ToolExecutor:
         denial = policy.call_denial(entry.name, self.session)
         if denial is not None:
             return error_result(denial)
-        checked = validated(entry, arguments)
-        if type(checked) is str:
-            return error_result(checked)
-        arguments = checked
+        try:
+            arguments = validated(entry, arguments)
+        except InvalidArguments as refused:
+            return error_result(str(refused))
         tracer = registry.tracer
         if approval.needs_approval(policy, entry):
             asked_at = time.time_ns()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
@@ -37,24 +37,11 @@ import mcp_types as types
 from toolweave.actor import Actor
 from toolweave.catalog.catalog import Entry
 from toolweave.composite.annotations import effective_hints
+from toolweave.executor.errors import ResumeError
 from toolweave.executor.executor import ToolExecutor
 from toolweave.executor.recording import resuming
-from toolweave.problems import Problem, as_problems
 from toolweave.runs import RunRecord, RunStore
 from toolweave.secrets import REDACTED
-
-
-class ResumeError(Exception):
-    """Why a run cannot be resumed. `status` and `code` are the REST API's; `problems` are (path, message)."""
-
-    def __init__(
-        self, status: int, code: str, message: str, problems: Sequence[Problem | tuple[str, str]] = ()
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.problems = as_problems(problems)
 
 
 async def resume_run(

@@ -8,7 +8,7 @@ import asyncio
 import httpx
 
 from toolweave.config.models import Config
-from toolweave.identity.fetch import IssuerUnavailable
+from toolweave.identity.errors import IssuerUnavailable
 from toolweave.identity.issuer import Issuer
 from toolweave.identity.resource import public_url_for
 from toolweave.problems import Problem

@@ -14,13 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolweave.config.auth import TOOLWEAVE_SCOPES, IssuerConfig
+from toolweave.identity.errors import TokenRejected
 from toolweave.store import check_tenant
 from toolweave.store.keys import SERVER_SCOPE_RE
-
-
-class TokenRejected(Exception):
-    """A bearer token that does not make a caller; `str(error)` is the reason given to the client
-    (the challenge's `error_description`) and logged. It never contains the token."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,14 +9,12 @@ from typing import Any
 import httpx
 import orjson
 
+from toolweave.identity.errors import IssuerUnavailable
+
 MAX_DOCUMENT_BYTES = 256 * 1024
 """Largest discovery document, key set or introspection answer read (real ones are a few KiB)."""
 FETCH_SECONDS = 5.0
 """How long one fetch may take, connection to last byte."""
-
-
-class IssuerUnavailable(Exception):
-    """An issuer's document could not be had (unreachable, slow, huge, not JSON): its tokens fail closed."""
 
 
 async def fetch_json(

@@ -20,7 +20,8 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from toolweave.config.auth import IssuerConfig
-from toolweave.identity.fetch import IssuerUnavailable, fetch_json
+from toolweave.identity.errors import IssuerUnavailable
+from toolweave.identity.fetch import fetch_json
 
 REFRESH_SECONDS = 30.0
 """Least time between two fetches of one issuer's documents (a failed fetch waits as long)."""

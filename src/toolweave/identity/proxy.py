@@ -35,7 +35,8 @@ from joserfc.jwk import ECKey, KeySet
 
 from toolweave.actor import Actor
 from toolweave.config.auth import ProxyConfig
-from toolweave.identity.claims import Identity, TokenRejected
+from toolweave.identity.claims import Identity
+from toolweave.identity.errors import TokenRejected
 from toolweave.store.crypto import SecretBox
 from toolweave.store.errors import SecretKeyError
 from toolweave.store.oauth_proxy import Grant, OAuthProxyRepository

@@ -30,8 +30,8 @@ from joserfc.errors import (
 )
 
 from toolweave.config.auth import IssuerConfig
-from toolweave.identity.claims import Identity, TokenRejected, identity_from
-from toolweave.identity.fetch import IssuerUnavailable
+from toolweave.identity.claims import Identity, identity_from
+from toolweave.identity.errors import IssuerUnavailable, TokenRejected
 from toolweave.identity.issuer import Issuer, has_kid
 from toolweave.identity.proxy import ProxyAuthority
 from toolweave.identity.resource import VIRTUAL_PATH

@@ -47,6 +47,7 @@ from typing import Any, Literal
 import orjson
 from sqlalchemy import func, select, text
 
+from toolweave.services.errors import SyncError
 from toolweave.store import Database
 from toolweave.store.tables import api_keys, composite_tools, connections, virtual_servers
 
@@ -64,10 +65,6 @@ HEALTH_SECONDS = 15.0
 FIRST_CONNECT_SECONDS = 5.0
 """How long `start()` waits for the listener's first attempt (refused at once when the broker is down)."""
 MAX_MESSAGE = 4096
-
-
-class SyncError(ValueError):
-    """The change feed is configured but cannot work (the `redis` package is missing): a startup error."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,16 +29,13 @@ from typing import Any
 from toolweave.backends.base import Backend
 from toolweave.backends.mcp import MCPBackend
 from toolweave.executor import Session
+from toolweave.services.errors import ConnectionUnavailable
 from toolweave.store import ConnectionRepository
 
 logger = logging.getLogger("toolweave.connections")
 
 NEGATIVE_SECONDS = 10.0
 _NONE = object()
-
-
-class ConnectionUnavailable(Exception):
-    """The tenant's connection exists but its backend session could not be opened (message has no secret)."""
 
 
 class TenantBackends:

@@ -35,6 +35,7 @@ from toolweave.config.models import LimitsConfig
 from toolweave.gateway import Gateway
 from toolweave.problems import Problem
 from toolweave.schemas.validate import off_loop
+from toolweave.services.errors import DefinitionError
 from toolweave.store import CompositeRepository, Conflict, StoredComposite, TenantRepository
 
 logger = logging.getLogger("toolweave.definitions")
@@ -42,17 +43,6 @@ logger = logging.getLogger("toolweave.definitions")
 SERVED_STATUSES = ("active", "degraded")
 """Statuses whose definitions are handed to the gateway (degraded ones are retried on every rebuild)."""
 USER_STATUSES = ("draft", "active", "disabled")
-
-
-class DefinitionError(Exception):
-    """A definition was rejected; `status` is the HTTP status (409 clash, 422 invalid)."""
-
-    def __init__(self, status: int, code: str, message: str, problems: list[Problem] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.problems = problems or []
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ import mcp_types as types
 
 from toolweave.catalog.catalog import Entry
 from toolweave.executor.trace import tool_result_event
+from toolweave.services.errors import StreamsBusy
 
 if TYPE_CHECKING:
     from toolweave.services.event_relay import EventRelay
@@ -52,14 +53,6 @@ class Subscriber:
             self.queue.get_nowait()
             self.dropped += 1
         self.queue.put_nowait(event)
-
-
-class StreamsBusy(OverflowError):
-    """No stream now: `status` 429 when the caller's own share is used up, 503 when the gateway's is."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class EventStream:

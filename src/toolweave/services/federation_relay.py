@@ -28,9 +28,9 @@ from typing import Any
 import mcp_types as types
 import orjson
 
+from toolweave.backends.errors import PeerLost
 from toolweave.backends.federated import FederatedBackend, Federation
 from toolweave.backends.federated.manifest import read_manifest
-from toolweave.backends.federated.peer import PeerLost
 from toolweave.results import error_result
 from toolweave.services.change_feed import feed_identity, import_redis
 from toolweave.store import Database

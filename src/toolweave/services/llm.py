@@ -25,6 +25,7 @@ import orjson
 
 from toolweave.bounded import read_bounded
 from toolweave.export.describe import FULL_DESCRIPTION_CHARS, summary_of
+from toolweave.services.errors import AnswerTooLarge
 
 logger = logging.getLogger("toolweave.llm")
 
@@ -34,10 +35,6 @@ API_KEY_ENV = "TOOLWEAVE_LLM_API_KEY"
 TIMEOUT_SECONDS = 60.0
 MAX_ANSWER_BYTES = 1 << 20
 """Largest answer read from the endpoint (a description is a few kB); past it the generated one is kept."""
-
-
-class AnswerTooLarge(ValueError):
-    """The endpoint answered more than `MAX_ANSWER_BYTES`."""
 
 
 SYSTEM_PROMPT = """You write tool descriptions that AI agents read to decide whether and how to call a tool.

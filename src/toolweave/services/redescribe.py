@@ -14,7 +14,8 @@ from toolweave.actor import Actor
 from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
 from toolweave.problems import Problem
 from toolweave.services import llm
-from toolweave.services.definitions import DefinitionError, DefinitionService, parse_definition
+from toolweave.services.definitions import DefinitionService, parse_definition
+from toolweave.services.errors import DefinitionError
 from toolweave.store import StoredComposite
 
 

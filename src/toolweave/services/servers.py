@@ -30,7 +30,8 @@ from toolweave.config.servers import ServerConfig
 from toolweave.gateway import Gateway
 from toolweave.problems import Problem, join_path, problems_from_validation
 from toolweave.servers import VirtualServer
-from toolweave.services.definitions import DefinitionError, merge_patch, size_problems
+from toolweave.services.definitions import merge_patch, size_problems
+from toolweave.services.errors import DefinitionError
 from toolweave.store import Conflict, ServerRepository, StoredServer
 from toolweave.suggest import did_you_mean
 

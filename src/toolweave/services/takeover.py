@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from toolweave.executor.resume import ResumeError, resume_run
+from toolweave.executor.errors import ResumeError
+from toolweave.executor.resume import resume_run
 from toolweave.executor.session import ALL_SCOPES, Session
 from toolweave.gateway import Gateway
 from toolweave.store import SqlRunStore

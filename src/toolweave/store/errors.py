@@ -3,8 +3,10 @@ inspecting database exceptions (404 / 409 / 403 / 500)."""
 
 from __future__ import annotations
 
+from toolweave.errors import ToolweaveError
 
-class StoreError(Exception):
+
+class StoreError(ToolweaveError):
     """Base of every error the store raises on purpose."""
 
 
@@ -33,3 +35,7 @@ class SecretKeyError(StoreError):
 
     Messages name the tenant, backend or key source, never a secret value.
     """
+
+
+class GatewayLockError(StoreError):
+    """Another gateway already serves this SQLite file without a change feed."""

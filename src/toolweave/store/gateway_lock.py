@@ -15,16 +15,12 @@ import contextlib
 import os
 from pathlib import Path
 
-from toolweave.store.errors import StoreError
+from toolweave.store.errors import GatewayLockError
 
 try:
     import fcntl
 except ImportError:  # Windows: no flock; the check is skipped there
     fcntl = None  # type: ignore[assignment]
-
-
-class GatewayLockError(StoreError):
-    """Another gateway already serves this SQLite file without a change feed."""
 
 
 class GatewayLock:

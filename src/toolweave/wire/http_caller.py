@@ -45,6 +45,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD
 
 from toolweave import tracing
 from toolweave.wire import relay
+from toolweave.wire.errors import Redirected, RpcError, Unauthorized
 
 logger = logging.getLogger("toolweave.backends")
 
@@ -82,24 +83,6 @@ _OWN_HEADERS = frozenset(
     }
 )
 """Headers this caller writes itself; a configured header of the same name is not sent twice."""
-
-
-class RpcError(Exception):
-    """The backend answered with a JSON-RPC error (or an HTTP error the SDK maps to one)."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class Redirected(Exception):
-    """The backend answered 3xx: nothing ran; the SDK client (which follows same-origin redirects) takes over."""
-
-
-class Unauthorized(Exception):
-    """The backend answered 401 or 403 (nothing ran): the SDK client's OAuth flow refreshes or steps up."""
 
 
 class _Stale(Exception):

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
+from toolweave.wire.errors import RelayError
+
 RELAYED_REQUESTS = ("sampling/createMessage", "elicitation/create", "roots/list")
 """Requests a backend may send its client that the gateway passes on."""
 
@@ -29,16 +31,6 @@ REFUSALS = {
 """What the SDK client's default callbacks answer: the backend's answer when no client can."""
 RELAY_TIMEOUT = 600.0
 """How long a relayed request waits for the client (a person may be answering); then the backend hears an error."""
-
-
-class RelayError(Exception):
-    """The client answered the relayed request with a JSON-RPC error (passed back to the backend as is)."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 class ClientChannel(Protocol):

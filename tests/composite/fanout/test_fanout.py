@@ -11,7 +11,8 @@ import pytest
 from support.configs import parse_composite_def
 from support.fakes import FakeCalls, FakeCatalog, echo, failing, structured, tool
 from support.results import meta, sections
-from toolweave.composite.base import BuildError, RunContext
+from toolweave.composite.base import RunContext
+from toolweave.composite.errors import BuildError
 from toolweave.composite.fanout import OUTPUT_SCHEMA, FanoutComposite, build_fanout
 from toolweave.results import result_to_dict
 

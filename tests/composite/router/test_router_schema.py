@@ -8,7 +8,7 @@ import pytest
 
 from support.configs import parse_composite_def
 from support.fakes import FakeCatalog, tool
-from toolweave.composite.base import BuildError
+from toolweave.composite.errors import BuildError
 from toolweave.composite.router import build_router
 from toolweave.composite.router.schema import exposed_parameters, merge_property
 

@@ -11,7 +11,8 @@ import pytest
 from support.fakes import FakeCalls
 from support.results import meta, texts
 from support.workflows import build, catalog_for, params, statuses
-from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
+from toolweave.composite.base import ElicitOutcome
+from toolweave.composite.errors import ElicitUnavailable
 
 Ask = Callable[[str, dict[str, Any], float | None], Awaitable[ElicitOutcome]]
 

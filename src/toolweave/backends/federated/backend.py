@@ -16,11 +16,12 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from toolweave.backends.base import Backend
+from toolweave.backends.errors import PeerLost
 from toolweave.backends.federated.manifest import Manifest, ToolMeta
-from toolweave.backends.federated.peer import PeerLost, RpcError
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
 from toolweave.schemas.validate import compile_validator
+from toolweave.wire.errors import RpcError
 
 ProgressFn = Callable[[float, float | None, str | None], Any]
 

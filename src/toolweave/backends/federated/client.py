@@ -26,6 +26,7 @@ import mcp_types as types
 import orjson
 from pydantic import ValidationError
 
+from toolweave.backends.errors import FederationRefused
 from toolweave.backends.federated import protocol
 from toolweave.backends.python import ToolSpec, to_result, tool_spec
 from toolweave.results import error_result
@@ -37,17 +38,6 @@ _MARK = "__toolweave_federated__"
 INITIAL_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-
-
-class FederationRefused(Exception):
-    """The gateway refused this client for good (bad key, missing scope, refused manifest)."""
-
-    def __init__(self, code: int, reason: str, problems: Sequence[Mapping[str, Any]] = ()) -> None:
-        details = "".join(f"\n  {p.get('path') or '(manifest)'}: {p.get('message')}" for p in problems)
-        super().__init__(f"the gateway refused the connection ({code}): {reason}{details}")
-        self.code = code
-        self.reason = reason
-        self.problems = list(problems)
 
 
 # -- declaring tools -----------------------------------------------------------------

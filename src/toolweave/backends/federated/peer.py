@@ -7,7 +7,7 @@ caller that asked for progress, answers the client's own `ping`, and sends
 the socket drops, every call in flight fails at once with `PeerLost`, whose
 message names the client. The peer knows nothing of WebSockets: it is given a
 `Channel` to send on, and is handed each frame that arrives (`received` raises
-`protocol.FrameError` for a frame that breaks the protocol).
+`FrameError` for a frame that breaks the protocol).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from toolweave import tracing
+from toolweave.backends.errors import PeerLost
 from toolweave.backends.federated import protocol
+from toolweave.wire.errors import RpcError
 
 logger = logging.getLogger("toolweave.federation")
 
@@ -34,16 +36,6 @@ class Channel(Protocol):
     async def send(self, text: str) -> None: ...
 
     async def close(self, code: int, reason: str) -> None: ...
-
-
-class PeerLost(Exception):
-    """The client went away (or was disconnected) while a request waited for its answer."""
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(slots=True)

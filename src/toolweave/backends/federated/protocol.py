@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from toolweave.backends.errors import FrameError
+
 PATH = "/api/v1/federation"
 """The gateway's WebSocket endpoint."""
 SUBPROTOCOL = "mcp"
@@ -44,14 +46,6 @@ FINAL_CODES = frozenset({UNSUPPORTED, INVALID, TOO_BIG, UNAUTHORIZED, FORBIDDEN,
 
 MAX_REASON = 120
 """A WebSocket close reason holds at most 123 bytes."""
-
-
-class FrameError(Exception):
-    """A frame that breaks the protocol: the connection is closed with `code` and this message."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def parse_frame(frame: str | bytes, max_bytes: int) -> dict[str, Any]:

@@ -19,14 +19,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from toolweave.backends.errors import FrameError, PeerLost
 from toolweave.backends.federated import protocol
 from toolweave.backends.federated.federation import Federation
 from toolweave.backends.federated.manifest import Manifest, read_manifest
-from toolweave.backends.federated.peer import Channel, FederatedPeer, PeerLost, RpcError
+from toolweave.backends.federated.peer import Channel, FederatedPeer
 from toolweave.config.models import FederationConfig
 from toolweave.problems import Problem
 from toolweave.rates import TokenBucket
 from toolweave.schemas.validate import off_loop
+from toolweave.wire.errors import RpcError
 
 logger = logging.getLogger("toolweave.federation")
 
@@ -126,7 +128,7 @@ async def _read(peer: FederatedPeer, receive: Receive, budget: FrameBudget) -> s
             return flooded
         try:
             await peer.received(frame)
-        except protocol.FrameError as error:
+        except FrameError as error:
             logger.warning("federation: %s sent a bad frame: %s", peer.label, error)
             await peer.close(error.code, str(error))
             return str(error)

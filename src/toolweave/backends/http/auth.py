@@ -28,16 +28,13 @@ from typing import Any
 import httpx2
 import orjson
 
+from toolweave.backends.errors import AuthUnavailable
 from toolweave.backends.openapi.convert import supplied_key
 from toolweave.config.http_api import CREDENTIAL_FIELDS, HttpAuth
 
 TOKEN_MARGIN = 30.0
 """Seconds before an OAuth2 token's expiry at which it is fetched again."""
 MAX_TOKEN_RESPONSE = 64 << 10
-
-
-class AuthUnavailable(Exception):
-    """A credential is missing or a token cannot be had; the message is for the agent and holds no secret."""
 
 
 @dataclass(frozen=True, slots=True)

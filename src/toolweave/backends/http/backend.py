@@ -35,11 +35,11 @@ from jsonschema.protocols import Validator
 from mcp.client.auth import OAuthFlowError
 
 from toolweave import tracing
-from toolweave.backends.base import AuthorizationRequired, Backend, TokenAuth, unavailable_result
+from toolweave.backends.base import Backend, TokenAuth, unavailable_result
+from toolweave.backends.errors import ArgumentError, AuthorizationRequired, AuthUnavailable
 from toolweave.backends.http.actions import action_spec
 from toolweave.backends.http.auth import (
     AuthPlan,
-    AuthUnavailable,
     Credentials,
     TokenCache,
     apply_auth,
@@ -49,7 +49,7 @@ from toolweave.backends.http.auth import (
     plan_auth,
     supplied_parameters,
 )
-from toolweave.backends.http.encoding import ArgumentError, RequestParts, build_request
+from toolweave.backends.http.encoding import RequestParts, build_request
 from toolweave.backends.http.naming import name_room
 from toolweave.backends.http.oauth import ApiAuthServer, api_auth_server
 from toolweave.backends.http.results import error_response, excerpt, scrub, success_response

@@ -30,13 +30,10 @@ from urllib.parse import quote, unquote
 
 import orjson
 
+from toolweave.backends.errors import ArgumentError
 from toolweave.backends.openapi.spec import BodySpec, OperationSpec, ParamSpec
 
 _RESERVED = ":/?#[]@!$&'()*+,;="
-
-
-class ArgumentError(ValueError):
-    """An argument cannot be sent as the operation needs (the message names it, never a secret)."""
 
 
 @dataclass(slots=True)

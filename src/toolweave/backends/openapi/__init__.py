@@ -3,11 +3,11 @@
 The HTTP side (sending the calls these specs describe) is `toolweave.backends.http`.
 """
 
+from toolweave.backends.errors import DocumentUnusable
 from toolweave.backends.openapi.convert import ConvertOptions, convert
 from toolweave.backends.openapi.document import (
     MAX_DOCUMENT_BYTES,
     Document,
-    DocumentUnusable,
     is_url,
     parse_document,
     read_file,

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
 
+from toolweave.backends.errors import DocumentError
 from toolweave.backends.openapi.document import Document, is_url
-from toolweave.backends.openapi.refs import DocumentError, Refs, child
+from toolweave.backends.openapi.refs import Refs, child
 from toolweave.backends.openapi.schemas import SchemaConverter, is_object_schema
 from toolweave.backends.openapi.spec import BodySpec, Conversion, OperationSpec, ParamSpec, Problem
 

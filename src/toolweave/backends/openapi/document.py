@@ -13,12 +13,10 @@ from typing import Any
 import orjson
 import yaml
 
+from toolweave.backends.errors import DocumentUnusable
+
 MAX_DOCUMENT_BYTES = 64 << 20
 """GitHub's full REST description is ~13 MB; a larger document is refused, not parsed."""
-
-
-class DocumentUnusable(Exception):
-    """The document cannot be read or is not an OpenAPI / Swagger document at all (the message says why)."""
 
 
 @dataclass(frozen=True, slots=True)

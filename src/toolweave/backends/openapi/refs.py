@@ -9,14 +9,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-
-class DocumentError(Exception):
-    """Something in the document stops one operation (or schema) from converting; `pointer` says where."""
-
-    def __init__(self, pointer: str, message: str) -> None:
-        super().__init__(message)
-        self.pointer = pointer
-        self.message = message
+from toolweave.backends.errors import DocumentError
 
 
 def escape(token: str | int) -> str:

@@ -25,7 +25,8 @@ import re
 import warnings
 from typing import Any, Literal
 
-from toolweave.backends.openapi.refs import DocumentError, Refs, child
+from toolweave.backends.errors import DocumentError
+from toolweave.backends.openapi.refs import Refs, child
 
 Mode = Literal["input", "output"]
 

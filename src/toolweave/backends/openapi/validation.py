@@ -25,12 +25,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from toolweave.backends.errors import RemoteRefRefused
+
 MAX_PROBLEMS = 500
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-
-
-class RemoteRefRefused(Exception):
-    """Raised by the resolver instead of fetching another file or URL."""
 
 
 class _Refuse:

@@ -28,7 +28,8 @@ import mcp_types as types
 from jinja2 import nodes
 
 from toolweave.composite.annotations import composite_annotations
-from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
+from toolweave.composite.base import ResolvedTool, ToolResolver
+from toolweave.composite.errors import BuildError
 from toolweave.composite.fanout.config import FanoutDef, FanoutTarget
 from toolweave.composite.fanout.run import OUTPUT_SCHEMA, FanoutComposite, Target
 from toolweave.composite.targets import resolve_targets

@@ -10,7 +10,8 @@ from typing import Any
 import mcp_types as types
 
 from toolweave.composite.annotations import composite_annotations
-from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
+from toolweave.composite.base import ResolvedTool, ToolResolver
+from toolweave.composite.errors import BuildError
 from toolweave.composite.router.conditions import compile_condition
 from toolweave.composite.router.config import SELECTOR_PARAM, RouterDef, RouterOperation
 from toolweave.composite.router.run import Operation, RouterComposite, Rule

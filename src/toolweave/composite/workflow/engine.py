@@ -44,7 +44,7 @@ from typing import Any
 import mcp_types as types
 
 from toolweave.composite.base import RunContext
-from toolweave.composite.workflow.output import OutputError
+from toolweave.composite.errors import OutputError
 from toolweave.composite.workflow.plan import StepPlan, WorkflowPlan
 from toolweave.composite.workflow.steps import (
     StepOutcome,

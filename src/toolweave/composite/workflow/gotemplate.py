@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from toolweave.composite.errors import GoTemplateError
+
 ROOTS = frozenset({"params", "steps", "workflow", "forEach"})
 _JINJA_KEYWORDS = frozenset(
     {"true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"}
@@ -41,10 +43,6 @@ _UNSUPPORTED_KEYWORDS = {
     "continue": "'continue'",
 }
 _PRINTF_VERBS = re.compile(r"%(?P<flags>[-+# 0]*)(?P<width>\d*)(?:\.(?P<precision>\d+))?(?P<verb>[a-zA-Z%])")
-
-
-class GoTemplateError(ValueError):
-    """A Go-template construct with no faithful Jinja translation."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolweave.composite.errors import OutputError
 from toolweave.composite.workflow.config import OutputDef, OutputPropertyDef
 from toolweave.schemas.coerce import CoercionError, coerce
 from toolweave.templates import TemplateError, ValueTemplate, compile_value, copy_json
-
-
-class OutputError(Exception):
-    """The output could not be built (a required value is missing, a value has the wrong type)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolweave.composite.annotations import effective_hints
-from toolweave.composite.base import BuildError, ResolvedTool, ToolResolver
+from toolweave.composite.base import ResolvedTool, ToolResolver
+from toolweave.composite.errors import BuildError
 from toolweave.composite.workflow.config import (
     DEFAULT_STEP_TIMEOUT,
     StepDef,

@@ -17,7 +17,8 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.composite.base import ElicitUnavailable, RunContext
+from toolweave.composite.base import RunContext
+from toolweave.composite.errors import ElicitUnavailable
 from toolweave.composite.workflow.plan import (
     ELICIT_VALUE_KEY,
     ElicitPlan,

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolweave.composite.workflow.gotemplate import GoTemplateError, translate
+from toolweave.composite.errors import GoTemplateError
+from toolweave.composite.workflow.gotemplate import translate
 
 TOOLHIVE_KIND = "VirtualMCPCompositeToolDefinition"
 API_GROUP = "toolhive.stacklok.dev/"

@@ -17,15 +17,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from toolweave.errors import ToolweaveError
 from toolweave.problems import Problem, as_problems
 from toolweave.results import META_KEY
-from toolweave.services.definitions import DefinitionError
+from toolweave.services.errors import DefinitionError
 from toolweave.store import Conflict, Forbidden, NotFound, SecretKeyError, StoreError, TooSoon
 
 logger = logging.getLogger("toolweave.api")
 
 
-class RateLimited(Exception):
+class RateLimited(ToolweaveError):
     """A call refused by a `[limits]` call rate: `429 rate_limited` with `Retry-After`."""
 
     def __init__(self, message: str, retry_after: int) -> None:
@@ -50,7 +51,7 @@ def _rate_limited(result: Any) -> tuple[str, int] | None:
     return text, int(found.get("retry_after", 1))
 
 
-class ApiError(Exception):
+class ApiError(ToolweaveError):
     """A refusal with its HTTP status, error code, message and every problem (path + message)."""
 
     def __init__(

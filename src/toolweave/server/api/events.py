@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from toolweave.executor import Session
 from toolweave.server.api.deps import READ, require, runtime
 from toolweave.server.api.errors import ApiError
-from toolweave.services.events import StreamsBusy
+from toolweave.services.errors import StreamsBusy
 from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["events"])

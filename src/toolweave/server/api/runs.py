@@ -9,7 +9,8 @@ from fastapi import APIRouter, Body, Depends, Path, Query
 
 from toolweave.actor import Actor
 from toolweave.executor import Session
-from toolweave.executor.resume import ResumeError, resume_run
+from toolweave.executor.errors import ResumeError
+from toolweave.executor.resume import resume_run
 from toolweave.runs import MAX_LISTED
 from toolweave.server.api import present
 from toolweave.server.api.deps import CALL, READ, actor, require, runtime

@@ -20,7 +20,8 @@ from typing import Any
 import mcp_types as types
 from pydantic import TypeAdapter
 
-from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
+from toolweave.composite.base import ElicitOutcome
+from toolweave.composite.errors import ElicitUnavailable
 
 _INPUT_REQUEST: TypeAdapter[Any] = TypeAdapter(types.InputRequest)
 PENDING_TTL = 600.0

@@ -32,7 +32,8 @@ from toolweave.backends.base import naming_backend
 from toolweave.gateway import Gateway
 from toolweave.server.mcp.elicitation import PendingCall
 from toolweave.wire import sdk_compat
-from toolweave.wire.relay import ProgressFn, RelayError
+from toolweave.wire.errors import RelayError
+from toolweave.wire.relay import ProgressFn
 from toolweave.wire.transport import EXCHANGE_OVER
 
 logger = logging.getLogger("toolweave.server")

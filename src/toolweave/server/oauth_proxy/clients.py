@@ -26,7 +26,8 @@ from joserfc.errors import JoseError
 
 from toolweave.actor import Actor
 from toolweave.config.auth import ProxyConfig
-from toolweave.identity.fetch import IssuerUnavailable, fetch_json
+from toolweave.identity.errors import IssuerUnavailable
+from toolweave.identity.fetch import fetch_json
 from toolweave.server.oauth_proxy.errors import (
     InvalidClient,
     InvalidClientMetadata,

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from toolweave.actor import Actor, Via
+from toolweave.errors import ToolweaveError
 from toolweave.identity import quotable
 
 InvalidRequest = errors.InvalidRequestError
@@ -24,13 +25,13 @@ InvalidRedirectUri = registration_errors.InvalidRedirectURIError
 InvalidClientMetadata = registration_errors.InvalidClientMetadataError
 
 
-class InvalidTarget(OAuth2Error):
+class InvalidTarget(OAuth2Error, ToolweaveError):
     """RFC 8707 §2: the `resource` is not one this authorization server issues tokens for."""
 
     error = "invalid_target"
 
 
-class TemporarilyUnavailable(OAuth2Error):
+class TemporarilyUnavailable(OAuth2Error, ToolweaveError):
     """Registrations over their rate or count (the client may retry later)."""
 
     error = "temporarily_unavailable"
@@ -66,3 +67,11 @@ def request_actor(request: Request, who: str, tenant: str | None, via: Via = "re
     address = request.client.host if request.client is not None else None
     source = f"{address} ({agent})" if address and agent else address or (agent or None)
     return Actor(tenant=tenant, who=who, via=via, source=source)
+
+
+class Redirected(ToolweaveError):
+    """An error to send to the client's (verified) redirect URI."""
+
+    def __init__(self, error: OAuth2Error, redirect_uri: str, state: str | None) -> None:
+        super().__init__(error.error)
+        self.error, self.redirect_uri, self.state = error, redirect_uri, state

@@ -62,14 +62,6 @@ MAX_STATE = 512
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{20,100}$")
 
 
-class Redirected(Exception):
-    """An error to send to the client's (verified) redirect URI."""
-
-    def __init__(self, error: OAuth2Error, redirect_uri: str, state: str | None) -> None:
-        super().__init__(error.error)
-        self.error, self.redirect_uri, self.state = error, redirect_uri, state
-
-
 def s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import yaml
 
 from toolweave.problems import Problem
+from toolweave.server.ui.errors import Unreadable
 
 MAX_ROWS = 50
 """Rows (operations, rules, targets, steps) one form may hold: a bound on what one request makes the
@@ -100,10 +101,6 @@ def scalar(text: str) -> Any:
 
 def plain(value: Any) -> str:
     return "" if value is None else str(value)
-
-
-class Unreadable(ValueError):
-    """A field holding YAML/JSON that does not read as the value it must be."""
 
 
 def structured(text: str, what: str) -> Any:

@@ -25,7 +25,8 @@ from toolweave.server.ui.fanout_builder import FANOUT
 from toolweave.server.ui.router_builder import ROUTER
 from toolweave.server.ui.tool_view import pretty
 from toolweave.server.ui.workflow_builder import WORKFLOW
-from toolweave.services.definitions import DefinitionError, DefinitionService
+from toolweave.services.definitions import DefinitionService
+from toolweave.services.errors import DefinitionError
 from toolweave.store import NotFound, StoredComposite, StoreError
 
 FORM_KINDS: dict[str, FormKind] = {kind.kind: kind for kind in (ROUTER, FANOUT, WORKFLOW)}

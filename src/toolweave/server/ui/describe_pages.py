@@ -15,7 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from toolweave.server.ui.app import PageContext, UiApp
 from toolweave.services import redescribe
-from toolweave.services.definitions import DefinitionError
+from toolweave.services.errors import DefinitionError
 from toolweave.store import NotFound, StoredComposite, StoreError
 
 MAX_DESCRIPTION = 20_000

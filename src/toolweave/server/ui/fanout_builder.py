@@ -16,7 +16,6 @@ from toolweave.problems import Problem
 from toolweave.server.ui.builder_forms import (
     MAX_ROWS,
     FormKind,
-    Unreadable,
     count_of,
     inline,
     kept_json,
@@ -29,6 +28,7 @@ from toolweave.server.ui.builder_forms import (
     structured,
     text_of,
 )
+from toolweave.server.ui.errors import Unreadable
 
 STRATEGIES = tuple(FanoutDef.model_fields["strategy"].annotation.__args__)  # type: ignore[union-attr]
 ORDERS = tuple(FanoutDef.model_fields["order"].annotation.__args__)  # type: ignore[union-attr]

@@ -31,11 +31,13 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.composite.base import ElicitOutcome, ElicitUnavailable
+from toolweave.composite.base import ElicitOutcome
+from toolweave.composite.errors import ElicitUnavailable
 from toolweave.executor import Session
 from toolweave.executor.approval import APPROVAL_SCHEMA
 from toolweave.gateway import Gateway
 from toolweave.results import error_result
+from toolweave.server.ui.errors import LiveCallRefused
 from toolweave.server.ui.try_view import FormField, ResultView, form_fields, result_view
 from toolweave.wire.relay import client_of_call
 
@@ -56,10 +58,6 @@ MAX_MESSAGE = 2_000
 
 
 CANCELLED = "the call was cancelled from the page before it finished"
-
-
-class LiveCallRefused(Exception):
-    """The call could not be started (too many running for this session); the message says why."""
 
 
 @dataclass(slots=True)

@@ -12,11 +12,13 @@ import yaml
 from starlette.responses import RedirectResponse, Response
 
 from toolweave.credentials.oauth import owner_of
-from toolweave.executor.resume import ResumeError, resume_run
+from toolweave.executor.errors import ResumeError
+from toolweave.executor.resume import resume_run
 from toolweave.server.ui.app import ADMIN, CALL, PageContext, UiApp
 from toolweave.server.ui.catalog_view import KINDS, ListQuery, tool_page, tool_rows
 from toolweave.server.ui.dag import layout
-from toolweave.server.ui.live_calls import LiveCallRefused, LiveCalls
+from toolweave.server.ui.errors import LiveCallRefused
+from toolweave.server.ui.live_calls import LiveCalls
 from toolweave.server.ui.run_view import settled_steps, step_outputs, timeline
 from toolweave.server.ui.throttle import LoginThrottle
 from toolweave.server.ui.tool_view import pretty, tool_view

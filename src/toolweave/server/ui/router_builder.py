@@ -19,7 +19,6 @@ from toolweave.problems import Problem
 from toolweave.server.ui.builder_forms import (
     MAX_ROWS,
     FormKind,
-    Unreadable,
     count_of,
     inline,
     kept_json,
@@ -32,6 +31,7 @@ from toolweave.server.ui.builder_forms import (
 from toolweave.server.ui.builder_forms import (
     place as place_at,
 )
+from toolweave.server.ui.errors import Unreadable
 
 ROUTINGS = ("rule_based", "agent_driven")
 TOP_SLOTS = ("name", "description", "routing", "default_operation", "operations", "rules")

@@ -20,7 +20,7 @@ from starlette.responses import RedirectResponse, Response
 
 from toolweave.server.ui.app import PageContext, UiApp
 from toolweave.server.ui.catalog_view import ranked, tool_rows
-from toolweave.services.definitions import DefinitionError
+from toolweave.services.errors import DefinitionError
 from toolweave.services.servers import ServerService
 from toolweave.store import StoreError
 

@@ -19,7 +19,6 @@ from toolweave.problems import Problem
 from toolweave.server.ui.builder_forms import (
     MAX_ROWS,
     FormKind,
-    Unreadable,
     count_of,
     inline,
     kept_json,
@@ -34,6 +33,7 @@ from toolweave.server.ui.builder_forms import (
     text_of,
 )
 from toolweave.server.ui.documents import to_yaml
+from toolweave.server.ui.errors import Unreadable
 
 TOP_SLOTS = ("name", "description", "parameters", "timeout", "failureMode", "steps")
 SHOWN = ("kind", "name", "description", "parameters", "timeout", "failureMode", "steps")
