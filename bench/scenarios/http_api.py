@@ -81,7 +81,7 @@ async def _cpu_per_call(base: str, calls: int) -> dict[str, float]:
     `call_tool` (encoding, the same GET on its shared client, checking the response against the output
     schema, building the result). CPU time, unlike latency, barely moves with the load of a shared machine.
     """
-    from toolweave.backends.http import HttpApiBackend
+    from toolweave.backends.http.backend import HttpApiBackend
     from toolweave.config import parse_config
 
     config = parse_config({"backends": [{"name": "api", "openapi": f"{base}/openapi.json"}]})

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from toolweave.backends import Backend, create_backend
+from toolweave.backends import create_backend
+from toolweave.backends.base import Backend
 from toolweave.backends.federated import Federation
 from toolweave.backends.federated.protocol import GOING_AWAY
 from toolweave.catalog.catalog import Catalog, CatalogCache

@@ -15,7 +15,7 @@ from typing import Any
 
 import mcp_types as types
 
-from toolweave.backends import Backend
+from toolweave.backends.base import Backend
 from toolweave.catalog.catalog import Catalog
 from toolweave.catalog.servers import (
     Selection,

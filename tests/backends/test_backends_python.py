@@ -12,8 +12,7 @@ from support.configs import python_backend
 from support.fixtures import OpenGateway
 from support.paths import PYTOOLS
 from support.results import text
-from toolweave.backends import PythonBackend
-from toolweave.backends.python import _parse_docstring, tools_of
+from toolweave.backends.python import PythonBackend, _parse_docstring, tools_of
 from toolweave.config import BackendConfig
 
 

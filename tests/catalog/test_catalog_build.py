@@ -273,7 +273,7 @@ class Definition:
 @pytest.fixture
 def stub_builder(monkeypatch: pytest.MonkeyPatch) -> None:
     """Composite kinds are built by their own modules; here a stub stands in for them."""
-    import toolweave.composite as composite
+    import toolweave.composite.kinds as composite
 
     def build_composite(definition: Definition, resolver: Any) -> StubComposite:
         if definition.fail == "build":

@@ -135,14 +135,14 @@ async def test_a_registration_reuses_everything_it_did_not_change(monkeypatch: p
         before = dict(gateway.catalog.entries)
         assert before["fed1__t0"].validator is not None  # compiled once
         builds = 0
-        original = catalog_module.composites.build_composite
+        original = catalog_module.kinds.build_composite
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             nonlocal builds
             builds += 1
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(catalog_module.composites, "build_composite", counted)
+        monkeypatch.setattr(catalog_module.kinds, "build_composite", counted)
         register(gateway, "fed2", "b")
         after = gateway.catalog.entries
         assert builds == 0, "an unchanged composite was built again"

@@ -12,7 +12,7 @@ from toolweave.composite.annotations import combined_hints, composite_annotation
 from toolweave.composite.base import ResolvedTool
 from toolweave.composite.definition import AnnotationsDef
 from toolweave.composite.errors import BuildError
-from toolweave.composite.router import build_router
+from toolweave.composite.router.build import build_router
 
 
 def resolved(name: str, **hints: Any) -> ResolvedTool:

@@ -8,8 +8,8 @@ import pytest
 
 from support.configs import parse_composite_def
 from support.fakes import FakeCatalog, tool
-from toolweave.composite.fanout import build_fanout
-from toolweave.composite.router import build_router
+from toolweave.composite.fanout.build import build_fanout
+from toolweave.composite.router.build import build_router
 from toolweave.export.describe import (
     FULL_DESCRIPTION_CHARS,
     ParamUsage,

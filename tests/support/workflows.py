@@ -16,7 +16,7 @@ import mcp_types as types
 
 from support.fakes import FakeCatalog, exposed
 from support.results import meta
-from toolweave.composite.workflow import WorkflowComposite, build_workflow
+from toolweave.composite.workflow.build import WorkflowComposite, build_workflow
 from toolweave.composite.workflow.config import WorkflowDef
 from toolweave.composite.workflow.validation import workflow_problems
 from toolweave.results import text

@@ -1,12 +1,12 @@
 """Backends: MCP servers (stdio, streamable HTTP), in-process Python functions, HTTP APIs.
 
-`create_backend` picks the kind from the config. The names are imported when first used: reading
-or checking a config offline must not load the MCP SDK (about a second of imports).
+`create_backend` picks the kind from the config and imports only that kind's module: reading or
+checking a config offline must not load the MCP SDK (about a second of imports). The kinds
+themselves are imported from their modules (`base.py`, `mcp`, `python.py`, `http/backend.py`).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -14,15 +14,6 @@ if TYPE_CHECKING:
 
     from toolweave.backends.base import Backend
     from toolweave.config.models import BackendConfig
-
-_HOMES = {
-    "Backend": "base",
-    "BackendStatus": "base",
-    "HttpApiBackend": "http.backend",
-    "MCPBackend": "mcp",
-    "PythonBackend": "python",
-    "tool": "python",
-}
 
 
 def create_backend(
@@ -42,13 +33,3 @@ def create_backend(
     from toolweave.backends.mcp import MCPBackend
 
     return MCPBackend(config, errlog=errlog, token_auth=token_auth)
-
-
-__all__ = ["create_backend", *sorted(_HOMES)]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 import mcp_types as types
 
-from toolweave import composite as composites
 from toolweave.backends.base import Backend
 from toolweave.catalog.search import (
     CALL_TOOL,
@@ -28,6 +27,7 @@ from toolweave.catalog.search import (
     SearchDocument,
     ToolIndex,
 )
+from toolweave.composite import kinds
 from toolweave.composite.base import Composite, ResolvedTool, ToolResolver
 from toolweave.composite.errors import BuildError
 from toolweave.composite.kinds import tool_references
@@ -468,7 +468,7 @@ class Catalog:
             self._degrade(definition.name, hidden)
             return None
         try:
-            composite = composites.build_composite(definition, resolver)
+            composite = kinds.build_composite(definition, resolver)
         except BuildError as error:
             self._degrade(definition.name, error.issues)
             return None

@@ -9,7 +9,6 @@ definition means the same thing wherever it comes from.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,21 +32,36 @@ class Kind:
     model: type[CompositeBase]
     check: Callable[[Any], list[Problem]]
     """The definition's own problems (no catalog needed), paths relative to it."""
-    builder: str
-    """`module:function` of the builder, imported at the first build: reading a config needs only the
-    models, and the builders pull in the MCP types and the engines (`toolweave --help` stays fast)."""
+    build: Callable[[Any, ToolResolver], Composite]
+    """The builder: a definition against a catalog snapshot."""
 
-    def build(self, definition: Any, resolver: ToolResolver) -> Composite:
-        module, function = self.builder.split(":")
-        return getattr(importlib.import_module(module), function)(definition, resolver)
+
+# The builders import their kind's build module when first called: reading a config needs only the
+# models, and the builders pull in the MCP types and the engines (`toolweave --help` stays fast).
+
+
+def _build_fanout(definition: Any, resolver: ToolResolver) -> Composite:
+    from toolweave.composite.fanout.build import build_fanout
+
+    return build_fanout(definition, resolver)
+
+
+def _build_router(definition: Any, resolver: ToolResolver) -> Composite:
+    from toolweave.composite.router.build import build_router
+
+    return build_router(definition, resolver)
+
+
+def _build_workflow(definition: Any, resolver: ToolResolver) -> Composite:
+    from toolweave.composite.workflow.build import build_workflow
+
+    return build_workflow(definition, resolver)
 
 
 KINDS: dict[str, Kind] = {
-    "fanout": Kind(FanoutDef, lambda _model: [], "toolweave.composite.fanout.build:build_fanout"),
-    "router": Kind(
-        RouterDef, lambda model: model.static_issues(), "toolweave.composite.router.build:build_router"
-    ),
-    "workflow": Kind(WorkflowDef, workflow_problems, "toolweave.composite.workflow.build:build_workflow"),
+    "fanout": Kind(FanoutDef, lambda _model: [], _build_fanout),
+    "router": Kind(RouterDef, lambda model: model.static_issues(), _build_router),
+    "workflow": Kind(WorkflowDef, workflow_problems, _build_workflow),
 }
 
 

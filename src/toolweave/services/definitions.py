@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from toolweave.actor import Actor
 from toolweave.catalog.catalog import Catalog, Entry
-from toolweave.composite import build_composite, parse_composite
+from toolweave.composite.kinds import build_composite, parse_composite
 from toolweave.config.models import LimitsConfig
 from toolweave.gateway import Gateway
 from toolweave.problems import Problem

@@ -13,7 +13,7 @@ import pytest
 from support.configs import config, openapi_backend
 from support.fixtures import OpenGateway
 from support.results import text
-from toolweave.backends.http import HttpApiBackend
+from toolweave.backends.http.backend import HttpApiBackend
 from toolweave.config import ConfigError, parse_config
 
 API_KEY = "k-123456789"

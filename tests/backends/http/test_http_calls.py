@@ -20,7 +20,7 @@ from support.fixtures import OpenGateway
 from support.processes import free_port
 from support.results import text
 from toolweave import Gateway
-from toolweave.backends.http import HttpApiBackend
+from toolweave.backends.http.backend import HttpApiBackend
 
 
 async def api_gateway(open_gateway: OpenGateway, api_url: str, **extra: Any) -> Gateway:

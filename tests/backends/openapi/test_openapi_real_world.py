@@ -19,7 +19,7 @@ import pytest
 from support.configs import config
 from support.fixtures import OpenGateway
 from support.npm_documents import Unavailable, directory_documents, github_document
-from toolweave.backends.http import HttpApiBackend
+from toolweave.backends.http.backend import HttpApiBackend
 from toolweave.backends.openapi import ConvertOptions, DocumentUnusable, convert, parse_document
 from toolweave.backends.openapi.convert import METHODS
 from toolweave.backends.openapi.spec import Conversion

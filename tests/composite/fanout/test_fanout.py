@@ -13,7 +13,8 @@ from support.fakes import FakeCalls, FakeCatalog, echo, failing, structured, too
 from support.results import meta, sections
 from toolweave.composite.base import RunContext
 from toolweave.composite.errors import BuildError
-from toolweave.composite.fanout import OUTPUT_SCHEMA, FanoutComposite, build_fanout
+from toolweave.composite.fanout.build import build_fanout
+from toolweave.composite.fanout.run import OUTPUT_SCHEMA, FanoutComposite
 from toolweave.results import result_to_dict
 
 

@@ -11,7 +11,8 @@ import pytest
 from support.configs import parse_composite_def
 from support.fakes import FakeCalls, FakeCatalog, echo, failing, structured, tool
 from support.results import meta, texts
-from toolweave.composite.router import RouterComposite, build_router
+from toolweave.composite.router.build import build_router
+from toolweave.composite.router.run import RouterComposite
 from toolweave.results import text
 
 

@@ -9,7 +9,7 @@ import pytest
 from support.configs import parse_composite_def
 from support.fakes import FakeCatalog, tool
 from toolweave.composite.errors import BuildError
-from toolweave.composite.router import build_router
+from toolweave.composite.router.build import build_router
 from toolweave.composite.router.schema import exposed_parameters, merge_property
 
 

@@ -13,9 +13,10 @@ from support.paths import ROOT
 from support.results import meta
 from support.workflows import error, statuses
 from toolweave.composite.errors import GoTemplateError
-from toolweave.composite.workflow import build_workflow, translate_toolhive
+from toolweave.composite.workflow.build import build_workflow
 from toolweave.composite.workflow.config import WorkflowDef
 from toolweave.composite.workflow.gotemplate import translate
+from toolweave.composite.workflow.toolhive import translate_toolhive
 from toolweave.composite.workflow.validation import workflow_problems
 from toolweave.config import ConfigError, load_config, parse_config
 from toolweave.templates import compile_template

@@ -10,7 +10,7 @@ from support.fakes import FakeCalls, FakeCatalog
 from support.results import meta, texts
 from support.workflows import build, catalog_for, error, params, statuses
 from toolweave.composite.errors import BuildError
-from toolweave.composite.workflow import build_workflow
+from toolweave.composite.workflow.build import build_workflow
 from toolweave.composite.workflow.config import WorkflowDef
 from toolweave.composite.workflow.plan import RetryPolicy
 from toolweave.runs import MemoryRunStore, RunRecord

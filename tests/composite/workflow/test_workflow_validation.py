@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolweave.composite.workflow import find_composite_cycles, find_cycles, format_cycle
 from toolweave.composite.workflow.config import WorkflowDef
+from toolweave.composite.workflow.graph import find_composite_cycles, find_cycles, format_cycle
 from toolweave.config import ConfigError, parse_config
 
 BACKENDS = [{"name": name, "python": "m"} for name in ("k8s", "slack", "osv")]
