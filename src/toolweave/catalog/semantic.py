@@ -35,6 +35,7 @@ from toolweave.bounded import read_bounded
 from toolweave.catalog.search import SearchDocument, ToolIndex
 from toolweave.config.models import EmbeddingsConfig
 from toolweave.errors import ToolweaveError
+from toolweave.schemas.read import properties_of
 
 try:
     import numpy as np
@@ -90,7 +91,7 @@ def document_text(document: SearchDocument) -> str:
     """Everything that describes a tool: its name as words, backend, description, parameters."""
     tool = document.tool
     name = _name_words(tool.name)
-    parameters = " ".join((tool.input_schema or {}).get("properties", {}) or {})
+    parameters = " ".join(properties_of(tool.input_schema))
     backend = " ".join(filter(None, [document.backend.title, document.backend.description]))
     keywords = ", ".join(document.keywords)
     text = f"{name} ({backend}): {tool.description or tool.title or ''} Parameters: {parameters}. {keywords}"

@@ -21,6 +21,7 @@ from toolweave.catalog.search import CALL_TOOL, FIND_TOOLS
 from toolweave.catalog.semantic import SemanticRanker, fuse
 from toolweave.composite.base import ProgressFn
 from toolweave.results import error_result, json_text
+from toolweave.schemas.read import required_of
 
 logger = logging.getLogger("toolweave.search")
 
@@ -168,7 +169,7 @@ def signature(schema: Mapping[str, Any] | None) -> str:
     properties = (schema or {}).get("properties")
     if not isinstance(properties, Mapping) or not properties:
         return "()"
-    required = set((schema or {}).get("required") or ())
+    required = set(required_of(schema))
     ordered = sorted(properties, key=lambda name: name not in required)
     shown = [f"{name}{'' if name in required else '?'}: {_type_of(properties[name])}" for name in ordered]
     more = len(shown) - MAX_PARAMETERS

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolweave.schemas.read import properties_of, required_of
+
 FULL_DESCRIPTION_CHARS: Final = 300
 """A definition description at least this long is used verbatim."""
 SUMMARY_CHARS: Final = 200
@@ -220,8 +222,7 @@ def _input_sections(
     properties = schema.get("properties")
     if not isinstance(properties, Mapping) or not properties:
         return ["# Inputs:\nThis tool takes no inputs."]
-    required_names = schema.get("required")
-    required = set(required_names) if isinstance(required_names, list) else set()
+    required = set(required_of(schema))
     required_lines: list[str] = []
     optional_lines: list[str] = []
     for name, prop in properties.items():
@@ -303,11 +304,8 @@ def output_fields(schemas: Sequence[Mapping[str, Any] | None]) -> dict[str, str]
     """Fields of the given output schemas (first-seen order), each with its longest description."""
     fields: dict[str, str] = {}
     for schema in schemas:
-        properties = schema.get("properties") if isinstance(schema, Mapping) else None
-        if not isinstance(properties, Mapping):
-            continue
-        for name, prop in properties.items():
-            text = summary_of(prop.get("description") if isinstance(prop, Mapping) else None)
+        for name, prop in properties_of(schema).items():
+            text = summary_of(prop.get("description"))
             if len(text) > len(fields.get(name, "")) or name not in fields:
                 fields[name] = text
     return fields

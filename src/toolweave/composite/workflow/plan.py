@@ -23,6 +23,7 @@ from toolweave.composite.workflow.config import (
 from toolweave.composite.workflow.graph import format_cycle
 from toolweave.composite.workflow.output import OutputPlan
 from toolweave.composite.workflow.validation import workflow_problems
+from toolweave.schemas.read import properties_of
 from toolweave.schemas.validate import compile_validator
 from toolweave.secrets import secret_fields
 from toolweave.suggest import did_you_mean
@@ -311,11 +312,4 @@ def _link_dependents(steps: tuple[StepPlan, ...]) -> None:
 
 
 def _parameter_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return {}
-    return {
-        name: prop["default"]
-        for name, prop in properties.items()
-        if isinstance(prop, Mapping) and "default" in prop
-    }
+    return {name: prop["default"] for name, prop in properties_of(schema).items() if "default" in prop}

@@ -32,6 +32,7 @@ from toolweave.composite.workflow.config import (
     WorkflowDef,
 )
 from toolweave.problems import Problem
+from toolweave.schemas.read import properties_of
 from toolweave.schemas.validate import schema_error
 from toolweave.templates import (
     TemplateError,
@@ -171,8 +172,8 @@ class _Validator:
             return
         if schema.get("type") != "object":
             return
-        for name, prop in (schema.get("properties") or {}).items():
-            kind = prop.get("type") if isinstance(prop, dict) else None
+        for name, prop in properties_of(schema).items():
+            kind = prop.get("type")
             if kind not in ("string", "number", "integer", "boolean"):
                 self.add(
                     f"{path}.properties.{name}",

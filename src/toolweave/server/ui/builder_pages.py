@@ -16,6 +16,7 @@ from typing import Any
 from starlette.responses import RedirectResponse, Response
 
 from toolweave.problems import Problem
+from toolweave.schemas.read import required_of
 from toolweave.server.ui import documents
 from toolweave.server.ui.app import PageContext, UiApp
 from toolweave.server.ui.builder_forms import FormKind
@@ -86,7 +87,7 @@ def parameters_of(schema: Any) -> list[Parameter]:
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return []
-    required = set(schema.get("required") or [])
+    required = set(required_of(schema))
     found = []
     for name, spec in list(properties.items())[:MAX_HINT_PARAMETERS]:
         kind = spec.get("type") if isinstance(spec, dict) else None
@@ -99,7 +100,7 @@ def parameters_hint(schema: Any) -> str:
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or not properties:
         return "takes no parameters"
-    required = set(schema.get("required") or [])
+    required = set(required_of(schema))
     parts = []
     for name, spec in list(properties.items())[:MAX_HINT_PARAMETERS]:
         kind = spec.get("type") if isinstance(spec, dict) else None

@@ -16,6 +16,7 @@ import orjson
 
 from toolweave.results import META_KEY
 from toolweave.runs import StepRecord
+from toolweave.schemas.read import properties_of, required_of
 from toolweave.server.ui.run_view import Timeline, timeline
 
 MAX_FIELDS = 100
@@ -57,14 +58,12 @@ def _default_text(schema: dict[str, Any], widget: str) -> str:
 
 def form_fields(schema: dict[str, Any] | None) -> list[FormField]:
     """One field per top-level property, in schema order."""
-    schema = schema or {}
-    properties = schema.get("properties") or {}
-    if not isinstance(properties, dict) or len(properties) > MAX_FIELDS:
+    properties = properties_of(schema)
+    if len(properties) > MAX_FIELDS:
         return []
-    required = set(schema.get("required") or [])
+    required = set(required_of(schema))
     fields = []
     for name, prop in properties.items():
-        prop = prop if isinstance(prop, dict) else {}
         kind = _type_of(prop)
         enum = prop.get("enum")
         if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
