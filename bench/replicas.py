@@ -42,6 +42,7 @@ import yaml
 from bench.procs import ProcessGroup, free_port, install_signal_handlers, start_backend, venv_bin, wait_port
 
 C = 16
+ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL = "2026-07-28"
 
 
@@ -230,6 +231,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median is kept")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="only the rows whose name contains this (e.g. 2025-11-25: the session store)",
+    )
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
     args = parser.parse_args()
@@ -260,7 +266,8 @@ def main() -> None:
         )
         env = {
             "TOOLWEAVE_SECRET_KEY": "bench-replicas",
-            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+            # this checkout's own code, whichever tree the virtualenv was installed from
+            "PYTHONPATH": os.pathsep.join(str(ROOT / part) for part in ("src", "")),
         }
         ports = [free_port(), free_port()]
         replicas = [
@@ -337,6 +344,7 @@ def main() -> None:
             ("2025-11-25 session, 1 replica, local sessions", local_url, "py__echo", [local.pid], local_url),
             ("2025-11-25 session, 2 replicas behind HAProxy", two, "py__echo", both, two),
         ]
+        plan = [row for row in plan if args.only in row[0]]
         await_ready(workers_url)
         scripts: dict[str, Path] = {}
         for name, url, tool, _pids, session_at in plan:
@@ -364,32 +372,35 @@ def main() -> None:
                 file=sys.stderr,
             )
     asyncio.run(drop_schema(args.postgres, schema))
-    one_rps = rows["1 replica behind HAProxy"]["rps"]
-    summary = {
-        "rows": rows,
-        "two_vs_one_behind_haproxy": round(rows["2 replicas behind HAProxy"]["rps"] / one_rps, 2),
-        "one_vs_bare": round(one_rps / rows["bare SDK server behind HAProxy"]["rps"], 2),
-        "two_vs_one_in_process": round(
-            rows["2 replicas behind HAProxy, in-process tool"]["rps"]
-            / rows["1 replica behind HAProxy, in-process tool"]["rps"],
-            2,
-        ),
-    }
-    shared = rows["2025-11-25 session, 1 replica, shared store"]
-    alone = rows["2025-11-25 session, 1 replica, local sessions"]
-    summary["workers2_vs_one_direct_in_process"] = round(
-        rows["serve --workers 2, direct, in-process tool"]["rps"]
-        / rows["1 replica, direct, in-process tool"]["rps"],
-        2,
-    )
-    summary["session_store_cpu_us_per_call"] = round(
-        sorted(shared["cpu_us_all"])[len(shared["cpu_us_all"]) // 2]
-        - sorted(alone["cpu_us_all"])[len(alone["cpu_us_all"]) // 2],
-        1,
-    )
-    summary["session_store_p50_ms"] = round((shared["p50_ms"] or 0) - (alone["p50_ms"] or 0), 3)
-    summary["load_average"] = {"before": load_before, "after": load_after}
+    summary: dict[str, Any] = {"rows": rows, "load_average": {"before": load_before, "after": load_after}}
+    for name, (faster, slower) in RATIOS.items():
+        if faster in rows and slower in rows:
+            summary[name] = round(rows[faster]["rps"] / rows[slower]["rps"], 2)
+    shared = rows.get("2025-11-25 session, 1 replica, shared store")
+    alone = rows.get("2025-11-25 session, 1 replica, local sessions")
+    if shared is not None and alone is not None:
+        summary["session_store_cpu_us_per_call"] = round(
+            sorted(shared["cpu_us_all"])[len(shared["cpu_us_all"]) // 2]
+            - sorted(alone["cpu_us_all"])[len(alone["cpu_us_all"]) // 2],
+            1,
+        )
+        summary["session_store_p50_ms"] = round((shared["p50_ms"] or 0) - (alone["p50_ms"] or 0), 3)
     print(json.dumps(summary))
+
+
+RATIOS = {
+    "two_vs_one_behind_haproxy": ("2 replicas behind HAProxy", "1 replica behind HAProxy"),
+    "one_vs_bare": ("1 replica behind HAProxy", "bare SDK server behind HAProxy"),
+    "two_vs_one_in_process": (
+        "2 replicas behind HAProxy, in-process tool",
+        "1 replica behind HAProxy, in-process tool",
+    ),
+    "workers2_vs_one_direct_in_process": (
+        "serve --workers 2, direct, in-process tool",
+        "1 replica, direct, in-process tool",
+    ),
+}
+"""Throughput ratios in the summary: (numerator row, denominator row)."""
 
 
 if __name__ == "__main__":

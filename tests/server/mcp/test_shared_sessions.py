@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from mcp_types import JSONRPCNotification
+from mcp_types import JSONRPCNotification, JSONRPCResponse
 
 from support.configs import python_backend
 from support.fixtures import OpenGateway
@@ -215,10 +215,17 @@ async def test_a_broken_stream_resumes_with_last_event_id_on_the_other_gateway(
             ) as post:
                 primed = await sse_events(post, lambda event: True)  # then the connection breaks
             assert primed[0]["data"] == "" and primed[0]["id"].endswith(":r"), primed
-            resumed = {**headers, "last-event-id": primed[0]["id"]}
-            async with http.stream("GET", f"{second}/mcp", headers=resumed) as get:
-                assert get.status_code == 200
-                replayed = await sse_events(get, lambda event: '"id":7' in event.get("data", ""))
+            replayed: list[dict[str, str]] = []
+            last = primed[0]["id"]
+            for _attempt in range(20):  # as a client does: a replay that ends early is asked again
+                resumed = {**headers, "last-event-id": last}
+                async with http.stream("GET", f"{second}/mcp", headers=resumed) as get:
+                    assert get.status_code == 200
+                    replayed += await sse_events(get, lambda event: '"id":7' in event.get("data", ""))
+                if replayed and '"id":7' in replayed[-1].get("data", ""):
+                    break
+                last = replayed[-1]["id"] if replayed else last
+                await asyncio.sleep(0.1)  # the call still runs on the first gateway
         answer = orjson.loads(replayed[-1]["data"])
         assert answer["id"] == 7 and "py__multiply" in answer["result"]["content"][0]["text"], replayed
         assert all(event["id"].endswith(":r") for event in replayed)
@@ -269,6 +276,12 @@ async def test_the_get_stream_resumes_on_the_other_gateway_with_what_it_missed_o
                 assert live[-1]["id"].endswith(":g") and live[-1]["id"] != missed[-1]["id"]
 
 
+def note(n: int, size: int = 10) -> JSONRPCNotification:
+    return JSONRPCNotification(
+        jsonrpc="2.0", method="notifications/message", params={"n": n, "p": "x" * size}
+    )
+
+
 @needs_redis
 async def test_a_sessions_events_are_bounded_in_count_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The oldest events go first, past `MAX_EVENTS` or `MAX_BYTES`; an oversized event is kept as a
@@ -280,20 +293,17 @@ async def test_a_sessions_events_are_bounded_in_count_and_bytes(monkeypatch: pyt
         os.environ[REDIS_ENV], f"toolweave:test-ev:{uuid.uuid4().hex[:10]}", idle_seconds=60
     )
     store = sharing.events.for_session("s1", holds_get=True)
+    tag = sharing.events.tag
     try:
-
-        def note(n: int, size: int = 10) -> JSONRPCNotification:
-            return JSONRPCNotification(
-                jsonrpc="2.0", method="notifications/message", params={"n": n, "p": "x" * size}
-            )
-
         ids = [await store.store_event(sdk_compat.GET_STREAM_KEY, note(n)) for n in range(8)]
-        kept = await sharing.events.entries("s1", "-")
-        assert kept is not None and [entry for entry, _, _ in kept] == [i.removesuffix(":g") for i in ids[3:]]
+        await sharing.events.settle()
+        kept = await sharing.events.entries("s1", tag, 1)
+        assert kept is not None and [f"{tag}.{entry.seq}:g" for entry in kept] == ids[3:]
         for n in (8, 9, 10):
             await store.store_event(sdk_compat.GET_STREAM_KEY, note(n, size=200))
-        kept = await sharing.events.entries("s1", "-")
-        assert kept is not None and sum(len(data) + len(stream) for _, stream, data in kept) <= 1000
+        await sharing.events.settle()
+        kept = await sharing.events.entries("s1", tag, 1)
+        assert kept is not None and sum(len(entry.data) + len(entry.stream_id) for entry in kept) <= 1000
         assert len(kept) < 5
         big = await store.store_event(sdk_compat.GET_STREAM_KEY, note(11, size=400))
         replayed: list[Any] = []
@@ -307,5 +317,55 @@ async def test_a_sessions_events_are_bounded_in_count_and_bytes(monkeypatch: pyt
         assert await store.replay_events_after(big, collect) == sdk_compat.GET_STREAM_KEY and replayed == []
         assert await store.replay_events_after("not-an-id", collect) is None
     finally:
-        await sharing.redis.delete(sharing.events.stream_key("s1"), sharing.events.stream_key("s1") + ":n")
+        await sharing.events.forget("s1")
+        assert not await sharing.redis.keys(f"{sharing.namespace}:*")
         await sharing.close()
+
+
+@needs_redis
+async def test_events_are_written_behind_in_one_batch_and_replayed_by_another_replica(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`store_event` answers an ID without waiting for Redis; the buffer is written once per tick in one
+    command for every session; another replica replays them (waiting a tick when the last one is not
+    written yet); DELETE's `forget` removes every replica's events of the session."""
+    monkeypatch.setattr(events, "FLUSH_SECONDS", 0.2)
+    namespace = f"toolweave:test-ev:{uuid.uuid4().hex[:10]}"
+    first, second = (SessionSharing(os.environ[REDIS_ENV], namespace, idle_seconds=60) for _ in range(2))
+    commands: list[int] = []
+    try:
+        monitor = second.redis
+        original = first.events._write
+
+        async def counted(batch: Any) -> None:
+            commands.append(len(batch))
+            await original(batch)
+
+        monkeypatch.setattr(first.events, "_write", counted)
+        stores = [first.events.for_session(sid, holds_get=True) for sid in ("a", "b")]
+        primed = await stores[0].store_event("7", None)
+        progress = await stores[0].store_event("7", note(1))
+        await stores[1].store_event(sdk_compat.GET_STREAM_KEY, note(2))
+        answer = await stores[0].store_event(
+            "7", JSONRPCResponse(jsonrpc="2.0", id=7, result={"content": [], "isError": False})
+        )
+        assert commands == [] and not await monitor.keys(f"{namespace}:*")  # nothing written yet
+        replayed: list[Any] = []
+
+        async def collect(event: Any) -> None:
+            replayed.append(event)
+
+        elsewhere = second.events.for_session("a", holds_get=False)
+        assert await elsewhere.replay_events_after(primed, collect) is None  # waited for the tick
+        assert [event.event_id for event in replayed] == [progress, answer]
+        assert commands == [4]  # one command for both sessions' four events
+        await second.events.for_session("a", holds_get=True).store_event(sdk_compat.GET_STREAM_KEY, note(3))
+        await first.events.settle()
+        await second.events.settle()
+        assert len(await monitor.keys(f"{namespace}:e:a:*")) == 4  # two replicas' streams and counts
+        await second.events.forget("a")
+        assert await monitor.keys(f"{namespace}:e:a*") == []
+        await first.events.forget("b")
+    finally:
+        await first.close()
+        await second.close()

@@ -74,6 +74,9 @@ def _redis_module() -> Any:
 class SessionSharing:
     """One gateway's part in the shared sessions: the records, the channel, the endpoints it serves."""
 
+    broker = "Redis"
+    """Where the records and the channel are (named in the outage warning)."""
+
     def __init__(self, redis_url: str, namespace: str, *, idle_seconds: float) -> None:
         self.instance = uuid.uuid4().hex
         self.namespace = namespace
@@ -89,8 +92,9 @@ class SessionSharing:
         """Told of each session adopted here (the session quota counts and revokes it like its own)."""
         self._down_logged = False
         self._down_until = 0.0
-        self.events = RedisEvents(self)
-        """SSE events of the sessions, so a stream resumes on any replica (`events.py`)."""
+        self.events: RedisEvents | None = RedisEvents(self)
+        """SSE events of the sessions, so a stream resumes on any replica (`events.py`); None: streams
+        are not resumable (`shared_db.py`)."""
 
     @property
     def available(self) -> bool:
@@ -125,6 +129,8 @@ class SessionSharing:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._listener = None
+        if self.events is not None:
+            await self.events.close()
         if self._redis is not None:
             with contextlib.suppress(Exception):
                 await self._redis.aclose()
@@ -175,7 +181,8 @@ class SessionSharing:
                 await self.redis.delete(self.key(session_id))
         except Exception as error:  # noqa: BLE001
             self._down(error)
-        await self.events.forget(session_id)
+        if self.events is not None:
+            await self.events.forget(session_id)
         await self.publish({"t": "end", "sid": session_id})
 
     def touch(self, session_id: str) -> None:
@@ -309,8 +316,9 @@ class SessionSharing:
         if not self._down_logged:
             self._down_logged = True
             logger.warning(
-                "Redis unreachable for shared MCP sessions (%s): sessions stay on the replica that "
+                "%s unreachable for shared MCP sessions (%s): sessions stay on the replica that "
                 "holds them until it is back",
+                self.broker,
                 error,
             )
 
@@ -334,12 +342,15 @@ class SharedEndpoint:
         """Session → the event store of its transport here."""
         front.sharing = self
         sharing.register(self)
-        sdk_compat.give_event_stores(
-            manager, lambda session_id: self._event_store(session_id, holds_get=True)
-        )
+        if sharing.events is not None:
+            sdk_compat.give_event_stores(
+                manager, lambda session_id: self._event_store(session_id, holds_get=True)
+            )
 
-    def _event_store(self, session_id: str, *, holds_get: bool) -> SessionEvents:
+    def _event_store(self, session_id: str, *, holds_get: bool) -> SessionEvents | None:
         """A session opened here keeps its GET stream's events until its client's GET goes elsewhere."""
+        if self.sharing.events is None:
+            return None
         store = self.sharing.events.for_session(session_id, holds_get=holds_get)
         self._events[session_id] = store
         return store
