@@ -28,6 +28,7 @@ from toolweave.server.mcp.endpoint import build_endpoint
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.sessions import SessionQuota
 from toolweave.server.mcp.shared import SessionSharing
+from toolweave.server.mcp.shared_db import DatabaseSessionSharing
 from toolweave.server.mcp.virtual import VirtualEndpoints
 from toolweave.server.oauth_callback import callback_route
 from toolweave.server.ui import ui_routes
@@ -64,8 +65,8 @@ def create_app(
     can (progress, log messages, `subscriptions/listen`) and every handshake-era
     request take the SDK's SSE-capable path. `json_response=True` answers JSON always.
 
-    `sharing`: handshake-era MCP sessions are shared with the other replicas over Redis (any replica
-    serves any session; `server/mcp/shared.py`).
+    `sharing`: handshake-era MCP sessions are shared with the other replicas over Redis or PostgreSQL
+    (any replica serves any session; `server/mcp/shared.py`, `shared_db.py`).
     """
     front = MCPFront(gateway)
     limits = gateway.config.limits
@@ -256,10 +257,13 @@ def server_app(
 
 
 def _sharing(runtime: ServerRuntime) -> SessionSharing | None:
-    """With `gateway.redis_url`, MCP sessions are shared by every gateway on the same database."""
+    """MCP sessions are shared by every gateway on the same database: over `gateway.redis_url`, else
+    through the database when it is PostgreSQL (`shared_db.py`); a SQLite gateway keeps its own."""
     config = runtime.config
     if not config.gateway.redis_url:
-        return None
+        if runtime.db.dialect != "postgresql":
+            return None
+        return DatabaseSessionSharing(runtime.db, idle_seconds=config.limits.mcp_session_idle)
     return SessionSharing(
         config.gateway.redis_url,
         f"toolweave:mcp:{feed_identity(runtime.db)}",

@@ -247,6 +247,23 @@ class RedisTransport(_Transport):
             await self._publisher.aclose()
 
 
+def asyncpg_args(db: Database) -> dict[str, Any]:
+    """`asyncpg.connect` arguments for a connection of its own to `db` (a listener's)."""
+    url = db.url
+    query = dict(url.query)
+    args: dict[str, Any] = {
+        "host": url.host or query.get("host"),
+        "port": url.port,
+        "user": url.username,
+        "password": url.password,
+        "database": url.database,
+        "timeout": 10,
+    }
+    if "ssl" in query:
+        args["ssl"] = query["ssl"]
+    return {name: value for name, value in args.items() if value is not None}
+
+
 class PostgresTransport(_Transport):
     """LISTEN/NOTIFY on `toolweave_changes_<database identity>`: one asyncpg connection listens,
     notifications are sent through the database's pool."""
@@ -262,19 +279,7 @@ class PostgresTransport(_Transport):
         return f"PostgreSQL LISTEN/NOTIFY on {self._db.url.host or 'localhost'}"
 
     def _connect_args(self) -> dict[str, Any]:
-        url = self._db.url
-        query = dict(url.query)
-        args: dict[str, Any] = {
-            "host": url.host or query.get("host"),
-            "port": url.port,
-            "user": url.username,
-            "password": url.password,
-            "database": url.database,
-            "timeout": 10,
-        }
-        if "ssl" in query:
-            args["ssl"] = query["ssl"]
-        return {name: value for name, value in args.items() if value is not None}
+        return asyncpg_args(self._db)
 
     async def _listen_once(self) -> None:
         import asyncpg

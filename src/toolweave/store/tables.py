@@ -245,6 +245,22 @@ ui_sessions = Table(
 """The web UI's logged-in browser sessions: the SHA-256 of the cookie and the API key it acts
 with (its id, never the key), so any gateway sharing the database serves any browser."""
 
+mcp_sessions = Table(
+    "mcp_sessions",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("path", String(512), nullable=False),
+    Column("tenant", String(128), nullable=False, index=True),
+    Column("label", String(256), nullable=False),
+    Column("version", String(32), nullable=True),
+    Column("client", Text, nullable=True),
+    Column("state", Text, nullable=True),
+    Column("expires_at", Float, nullable=False, index=True),
+)
+"""Handshake-era MCP sessions shared by the gateways on one PostgreSQL without Redis (the record
+`server/mcp/shared_db.py` adopts a session from: endpoint, the key that opened it, protocol version,
+client params, what the client set)."""
+
 tool_vectors = Table(
     "tool_vectors",
     metadata,

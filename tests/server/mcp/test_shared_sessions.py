@@ -10,6 +10,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ import orjson
 import pytest
 from mcp_types import JSONRPCNotification, JSONRPCResponse
 
+from support.api import database_url, drop_schema
 from support.configs import python_backend
 from support.fixtures import OpenGateway
 from support.processes import free_port
@@ -24,6 +26,8 @@ from support.serving import serve_asgi
 from toolweave.server.app import create_app
 from toolweave.server.mcp import events, shared
 from toolweave.server.mcp.shared import SessionSharing
+from toolweave.server.mcp.shared_db import DatabaseSessionSharing
+from toolweave.store import Database
 from toolweave.wire import sdk_compat
 
 REDIS_ENV = "TOOLWEAVE_TEST_REDIS_URL"
@@ -41,17 +45,30 @@ CONFIG = {
 
 
 @contextlib.asynccontextmanager
-async def two_gateways(open_gateway: OpenGateway) -> AsyncIterator[list[tuple[str, Any]]]:
-    """(base URL, app) of two gateways sharing sessions under a namespace of this test's own."""
+async def two_gateways(
+    open_gateway: OpenGateway, tmp_path: Path | None = None
+) -> AsyncIterator[list[tuple[str, Any]]]:
+    """(base URL, app) of two gateways sharing sessions under a namespace of this test's own: over
+    Redis, or (`tmp_path` given) through a fresh PostgreSQL schema both gateways use, without Redis."""
     namespace = f"toolweave:test-mcp:{uuid.uuid4().hex[:10]}"
+    url, schema = database_url("postgres", tmp_path) if tmp_path is not None else (None, None)
     served = []
-    async with contextlib.AsyncExitStack() as stack:
-        for _ in range(2):
-            gateway = await open_gateway(CONFIG)
-            sharing = SessionSharing(os.environ[REDIS_ENV], namespace, idle_seconds=60)
-            app = create_app(gateway, start_gateway=False, sharing=sharing)
-            served.append((await stack.enter_async_context(serve_asgi(app)), app))
-        yield served
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for _ in range(2):
+                if url is None:
+                    gateway = await open_gateway(CONFIG)
+                    sharing = SessionSharing(os.environ[REDIS_ENV], namespace, idle_seconds=60)
+                else:
+                    gateway = await open_gateway(CONFIG)
+                    db = await stack.enter_async_context(Database.from_url(url))  # each its own
+                    sharing = DatabaseSessionSharing(db, idle_seconds=60)
+                app = create_app(gateway, start_gateway=False, sharing=sharing)
+                served.append((await stack.enter_async_context(serve_asgi(app)), app))
+            yield served
+    finally:
+        if url is not None and schema is not None:
+            await drop_schema(url.split("?")[0], schema)
 
 
 async def rpc(base: str, method: str, params: Any = None, session: str | None = None) -> httpx.Response:
@@ -82,9 +99,15 @@ async def eventually(check: Callable[[], Awaitable[bool] | bool], what: str) -> 
             await asyncio.sleep(0.05)
 
 
-@needs_redis
-async def test_a_session_and_what_its_client_set_move_between_gateways(open_gateway: OpenGateway) -> None:
-    async with two_gateways(open_gateway) as [(first, first_app), (second, second_app)]:
+@pytest.mark.parametrize("broker", ["redis", "postgres"])
+async def test_a_session_and_what_its_client_set_move_between_gateways(
+    open_gateway: OpenGateway, tmp_path: Path, broker: str
+) -> None:
+    """Over Redis, or through PostgreSQL when there is no Redis."""
+    if broker == "redis" and not os.environ.get(REDIS_ENV):
+        pytest.skip(f"set {REDIS_ENV}")
+    on_postgres = tmp_path if broker == "postgres" else None
+    async with two_gateways(open_gateway, on_postgres) as [(first, first_app), (second, second_app)]:
         opened = await rpc(
             first,
             "initialize",
