@@ -319,7 +319,7 @@ class SessionSharing:
                 "%s unreachable for shared MCP sessions (%s): sessions stay on the replica that "
                 "holds them until it is back",
                 self.broker,
-                error,
+                str(error) or type(error).__name__,
             )
 
 

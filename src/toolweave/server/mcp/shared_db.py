@@ -28,13 +28,16 @@ import orjson
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 
-from toolweave.server.mcp.shared import REDIS_SECONDS, SessionSharing
+from toolweave.server.mcp.shared import SessionSharing
 from toolweave.services.change_feed import asyncpg_args, feed_identity
 from toolweave.store.database import Database
 from toolweave.store.tables import mcp_sessions
 
 logger = logging.getLogger("toolweave.server")
 
+DB_SECONDS = 10.0
+"""A statement that takes longer is given up (the database is down or stuck); longer than Redis's
+2 s: a loaded PostgreSQL's commit can take seconds, and giving up loses the session's sharing."""
 MAX_NOTIFY_BYTES = 7900
 """PostgreSQL refuses NOTIFY payloads of 8000 bytes and more."""
 HEALTH_SECONDS = 15.0
@@ -75,7 +78,7 @@ class DatabaseSessionSharing(SessionSharing):
         }
         values["expires_at"] = time.time() + self.idle
         try:
-            async with asyncio.timeout(REDIS_SECONDS), self.db.write() as conn:
+            async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
                 if "path" in values:
                     values.setdefault("tenant", "")
                     values.setdefault("label", "")
@@ -96,7 +99,7 @@ class DatabaseSessionSharing(SessionSharing):
         if not self.available:
             return None
         try:
-            async with asyncio.timeout(REDIS_SECONDS), self.db.read() as conn:
+            async with asyncio.timeout(DB_SECONDS), self.db.read() as conn:
                 row = (
                     await conn.execute(
                         select(*(mcp_sessions.c[name] for name in _TEXT_FIELDS)).where(
@@ -117,7 +120,7 @@ class DatabaseSessionSharing(SessionSharing):
         if not self.available:
             return
         try:
-            async with asyncio.timeout(REDIS_SECONDS), self.db.write() as conn:
+            async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
                 await conn.execute(delete(mcp_sessions).where(mcp_sessions.c.id == session_id))
         except Exception as error:  # noqa: BLE001
             self._down(error)
@@ -127,7 +130,7 @@ class DatabaseSessionSharing(SessionSharing):
         if not self.available:
             return
         try:
-            async with asyncio.timeout(REDIS_SECONDS), self.db.write() as conn:
+            async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
                 await conn.execute(
                     update(mcp_sessions)
                     .where(mcp_sessions.c.id == session_id)
@@ -148,7 +151,7 @@ class DatabaseSessionSharing(SessionSharing):
             return None
         now = time.time()
         try:
-            async with asyncio.timeout(REDIS_SECONDS), self.db.write() as conn:
+            async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
                 await conn.execute(
                     delete(mcp_sessions).where(
                         mcp_sessions.c.tenant == tenant, mcp_sessions.c.expires_at <= now
@@ -183,7 +186,7 @@ class DatabaseSessionSharing(SessionSharing):
             )
             return
         try:
-            async with asyncio.timeout(REDIS_SECONDS), self.db.write() as conn:
+            async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
                 await conn.execute(
                     text("SELECT pg_notify(:channel, :payload)"),
                     {"channel": self.channel, "payload": payload.decode()},
