@@ -18,7 +18,7 @@ import orjson
 import pytest
 from mcp_types import JSONRPCNotification, JSONRPCResponse
 
-from support.api import database_url, drop_schema
+from support.api import AppFactory, database_url, drop_schema
 from support.configs import python_backend
 from support.fixtures import OpenGateway
 from support.processes import free_port
@@ -392,3 +392,28 @@ async def test_events_are_written_behind_in_one_batch_and_replayed_by_another_re
     finally:
         await first.close()
         await second.close()
+
+
+@pytest.mark.postgres
+async def test_served_gateways_on_postgresql_without_redis_share_sessions(
+    tmp_path: Path, api_env: None
+) -> None:
+    """`serve` on PostgreSQL without `redis_url` shares its sessions through the database by itself:
+    a session opened on one gateway is served by the other; streams are not resumable (no priming)."""
+    url, schema = database_url("postgres", tmp_path)
+    factory = AppFactory(url)
+    try:
+        apps = [await factory(CONFIG) for _ in range(2)]
+        async with serve_asgi(apps[0].app) as first, serve_asgi(apps[1].app) as second:
+            assert isinstance(apps[1].app.state.front.sharing.sharing, DatabaseSessionSharing)
+            session = (await rpc(first, "initialize", initialize_params())).headers["mcp-session-id"]
+            tools = result(await rpc(second, "tools/list", session=session))["tools"]
+            assert "find_tools" in {tool["name"] for tool in tools}
+            answer = await rpc(
+                second, "tools/call", {"name": "find_tools", "arguments": {"query": "multiply"}}, session
+            )
+            assert answer.headers["content-type"].startswith("text/event-stream")
+            assert "id: " not in answer.text  # no event store: nothing to resume from
+    finally:
+        await factory.close_all()
+        await drop_schema(url.split("?")[0], schema or "")
