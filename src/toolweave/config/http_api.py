@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from toolweave.fields import EXPOSED_NAME_RE, StrictModel
+from toolweave.schemas.read import properties_of
 
 HTTP_METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
 CREDENTIAL_FIELDS: dict[str, tuple[str, ...]] = {
@@ -128,7 +129,7 @@ class HttpAction(StrictModel):
             return self
         if schema.get("type", "object") != "object":
             raise ValueError("input_schema must be an object schema (type: object)")
-        properties = schema.get("properties") or {}
+        properties = properties_of(schema)
         used = PLACEHOLDER_RE.findall(self.url) + [
             name for template in self.headers.values() for name in PLACEHOLDER_RE.findall(template)
         ]

@@ -12,6 +12,7 @@ from typing import Any
 
 from toolweave.backends.openapi.spec import BodySpec, OperationSpec, ParamSpec
 from toolweave.config.http_api import PLACEHOLDER_RE, HttpAction
+from toolweave.schemas.read import properties_of
 
 _QUERY_METHODS = ("GET", "HEAD", "DELETE", "OPTIONS", "TRACE")
 _ANNOTATIONS = {
@@ -35,7 +36,7 @@ def action_spec(action: HttpAction, base_url: str) -> OperationSpec:
     placeholders = PLACEHOLDER_RE.findall(path)
     fixed_pairs = [pair.split("=", 1) for pair in fixed_query.split("&") if pair]
     schema = action.input_schema or _default_schema(action)
-    properties: dict[str, Any] = schema.get("properties") or {}
+    properties = properties_of(schema)
     header_args = {name for template in action.headers.values() for name in PLACEHOLDER_RE.findall(template)}
     query_args = {name for name in PLACEHOLDER_RE.findall(fixed_query)}
     params: list[ParamSpec] = [_param(name, "path", properties) for name in placeholders]
@@ -96,8 +97,7 @@ def _default_schema(action: HttpAction) -> dict[str, Any]:
 
 
 def _param(name: str, location: str, properties: dict[str, Any]) -> ParamSpec:
-    schema = properties.get(name) if isinstance(properties.get(name), dict) else {}
-    kind = schema.get("type")
+    kind = properties.get(name, {}).get("type")
     shape = "array" if kind == "array" else "object" if kind == "object" else "primitive"
     style = "simple" if location == "path" else "form"
     return ParamSpec(
