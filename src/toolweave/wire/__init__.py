@@ -27,5 +27,7 @@ This package is at the bottom of the house: it imports the SDK, Starlette and to
 modules, never `server`, `services`, `backends` or `catalog` (`tests/test_layout.py`). What it needs
 from above (the front a lane answers for, the calling client's channel) is passed in as a
 `Protocol`. `server_compat.py` (uvicorn's and Starlette's private API for dropping a WebSocket)
-stays outside: it is about the ASGI server, not MCP.
+stays outside: it is about the ASGI server, not MCP. So does the federated tools' wire
+(`backends/federated/protocol.py`, `peer.py`): JSON-RPC over a WebSocket that toolweave's own client
+opens, with no SDK side to stand beside, kept with the one backend kind that uses it.
 """
