@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolweave.backends.openapi.spec import BodySpec, OperationSpec, ParamSpec
+from toolweave.backends.openapi.spec import BodySpec, Location, OperationSpec, ParamSpec, ValueShape
 from toolweave.config.http_api import PLACEHOLDER_RE, HttpAction
 from toolweave.schemas.read import properties_of
 
@@ -96,13 +96,13 @@ def _default_schema(action: HttpAction) -> dict[str, Any]:
     }
 
 
-def _param(name: str, location: str, properties: dict[str, Any]) -> ParamSpec:
+def _param(name: str, location: Location, properties: dict[str, Any]) -> ParamSpec:
     kind = properties.get(name, {}).get("type")
-    shape = "array" if kind == "array" else "object" if kind == "object" else "primitive"
+    shape: ValueShape = "array" if kind == "array" else "object" if kind == "object" else "primitive"
     style = "simple" if location == "path" else "form"
     return ParamSpec(
         prop=name, name=name, location=location, style=style, explode=style == "form", shape=shape
-    )  # type: ignore[arg-type]
+    )
 
 
 def _fixed_query(pairs: list[list[str]]) -> list[ParamSpec]:
