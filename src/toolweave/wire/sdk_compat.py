@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -72,6 +73,19 @@ def born_ready(connection: Any, version: str, client: Mapping[str, Any]) -> None
     connection.client_params = types.InitializeRequestParams.model_validate(client, by_name=False)
     connection.protocol_version = version
     connection.initialized.set()
+
+
+def distinct_request_ids(connection: Any) -> None:
+    """Number the server-to-client requests of this copy of a shared session from a random base.
+
+    Every replica holding a copy of one session has its own dispatcher, whose private `_next_id`
+    counts from 0: two replicas asking the client at once (an elicitation on each) would both send
+    id 1, and a client's answer, relayed to every copy, would settle the wrong one. A base drawn
+    from 2**50 (below 2**53, exact in any client's JSON numbers) makes a clash between copies
+    vanishingly unlikely."""
+    dispatcher = getattr(connection, "outbound", None)
+    if dispatcher is not None and isinstance(getattr(dispatcher, "_next_id", None), int):
+        dispatcher._next_id = secrets.randbelow(1 << 50)
 
 
 def give_event_stores(manager: Any, store_of: Callable[[str], Any]) -> None:

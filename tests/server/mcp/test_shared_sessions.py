@@ -134,6 +134,9 @@ async def test_a_session_and_what_its_client_set_move_between_gateways(
             return "py__multiply" in {tool["name"] for tool in tools}
 
         await eventually(listed_on_second, "the second gateway to list the found tool")
+        # each copy numbers its requests to the client apart (an answer relayed to both settles one)
+        copies = [app.state.front.connection_of_session(session) for app in (first_app, second_app)]
+        assert len({copy.outbound._allocate_id() for copy in copies}) == 2
         product = result(
             await rpc(second, "tools/call", {"name": "py__multiply", "arguments": {"a": 6, "b": 7}}, session)
         )

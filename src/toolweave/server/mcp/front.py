@@ -287,6 +287,7 @@ class MCPFront:
         if session_id is None or not isinstance(version, str) or not isinstance(ctx.params, Mapping):
             return
         self._legacy_connections.add(connection)
+        sdk_compat.distinct_request_ids(connection)  # the copies other replicas adopt number theirs apart
         session = self._session(ctx)
         await self.sharing.opened(
             session_id, (session.tenant or "", session.label), version, dict(ctx.params)

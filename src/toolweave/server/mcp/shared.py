@@ -421,6 +421,7 @@ class SharedEndpoint:
 
         def prepare(connection: Any) -> None:
             sdk_compat.born_ready(connection, version, client)
+            sdk_compat.distinct_request_ids(connection)
             connections.append(connection)
 
         self._prune()
