@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolweave.common_types import object_at
 from toolweave.problems import Problem
 
 TRANSPORTS = ("stdio", "http", "openapi")
@@ -19,8 +20,18 @@ AUTH_TYPES = ("none", "bearer", "api_key")
 AUTH_PLACES = ("header", "query", "cookie")
 MAX_FIELD = 4000
 MAX_LINES = 64
-FIELDS = ("name", "transport", "description", "command", "args", "env", "cwd", "url", "headers", "openapi")
-FIELDS += ("base_url", "include", "auth")
+FIELDS: tuple[str, ...] = (
+    "name",
+    "transport",
+    "description",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+)
+FIELDS += ("openapi", "base_url", "include", "auth")
 PATH = re.compile(r"^backends\[0\]\.?([A-Za-z_]*)")
 
 
@@ -124,7 +135,7 @@ def to_entry(form: BackendForm, stored: dict[str, Any] | None) -> dict[str, Any]
             entry["base_url"] = form.base_url
         if form.include:
             entry["include"] = _lines(form.include)
-        auth = _auth(form, old.get("auth") if isinstance(old.get("auth"), dict) else {})
+        auth = _auth(form, object_at(old, "auth"))
         if auth is not None:
             entry["auth"] = auth
     return entry
@@ -150,7 +161,7 @@ def names_only(text: str, sep: str) -> str:
 
 def from_entry(entry: dict[str, Any]) -> BackendForm:
     """The form of a stored entry, with every secret value left out (its name kept)."""
-    auth = entry.get("auth") if isinstance(entry.get("auth"), dict) else {}
+    auth = object_at(entry, "auth")
     transport = "stdio" if entry.get("command") else "http" if entry.get("url") else "openapi"
     return BackendForm(
         name=str(entry.get("name") or ""),

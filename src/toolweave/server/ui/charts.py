@@ -48,8 +48,8 @@ def health_chart(series: Sequence[tuple[int, Tally]], title: str) -> str:
             f'<polyline class="chart-p95" fill="none" stroke="#e08a00" stroke-width="1.5" points="{" ".join(points)}"/>'
         )
     elif points:
-        x, y = points[0].split(",")
-        parts.append(f'<circle class="chart-p95" fill="#e08a00" cx="{x}" cy="{y}" r="2"/>')
+        cx, cy = points[0].split(",")
+        parts.append(f'<circle class="chart-p95" fill="#e08a00" cx="{cx}" cy="{cy}" r="2"/>')
     parts.append("</svg>")
     return "".join(parts)
 

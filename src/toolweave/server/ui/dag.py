@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolweave.common_types import object_at
+
 NODE_W, NODE_H = 170, 46
 GAP_X, GAP_Y = 60, 18
 MAX_STEPS = 500
@@ -54,7 +56,7 @@ def _depends(step: dict[str, Any]) -> list[str]:
 def _kind(step: dict[str, Any]) -> tuple[str, str]:
     kind = str(step.get("type") or "tool")
     if kind == "forEach":
-        inner = step.get("step") if isinstance(step.get("step"), dict) else {}
+        inner = object_at(step, "step")
         return "forEach", f"each → {inner.get('tool') or '?'}"
     if kind == "elicitation":
         return "elicitation", "asks the user"

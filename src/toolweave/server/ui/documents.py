@@ -25,8 +25,10 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 TOML_HEADER = "[[composite_tools]]"
 
 
-def to_yaml(definition: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(definition), sort_keys=False, allow_unicode=True)
+def to_yaml(definition: Mapping[str, Any] | list[Any]) -> str:
+    """A definition (or a list in one, such as a schema's) as block YAML, keys in their order."""
+    document = dict(definition) if isinstance(definition, Mapping) else definition
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 
 def _key(key: str) -> str:

@@ -11,9 +11,11 @@ A problem's path (`definition.rules[0].condition.type`) names its field's slot (
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolweave.common_types import object_at
 from toolweave.composite.router.config import CONDITION_TYPES, GROUP_TYPES
 from toolweave.problems import Problem
 from toolweave.server.ui.builder_forms import (
@@ -218,11 +220,11 @@ def to_definition(form: RouterForm) -> dict[str, Any]:
         operations.append({**operation, **row.kept})
     definition["operations"] = operations
     rules = []
-    for row in form.rules:
-        condition = _condition(row)
-        rule: dict[str, Any] = {"condition": condition, "operation": row.operation}
-        if row.priority:
-            rule["priority"] = scalar(row.priority)
+    for rule_row in form.rules:
+        condition = _condition(rule_row)
+        rule: dict[str, Any] = {"condition": condition, "operation": rule_row.operation}
+        if rule_row.priority:
+            rule["priority"] = scalar(rule_row.priority)
         rules.append(rule)
     if rules:
         definition["rules"] = rules
@@ -274,7 +276,7 @@ def field_problems(form: RouterForm) -> list[Problem]:
     return found
 
 
-def from_definition(definition: dict[str, Any]) -> RouterForm:
+def from_definition(definition: Mapping[str, Any]) -> RouterForm:
     """The form for a definition (from YAML, or a stored router being edited)."""
 
     def text(value: Any) -> str:
@@ -294,7 +296,7 @@ def from_definition(definition: dict[str, Any]) -> RouterForm:
     for rule in definition.get("rules") or []:
         if not isinstance(rule, dict):
             continue
-        condition = rule.get("condition") if isinstance(rule.get("condition"), dict) else {}
+        condition = object_at(rule, "condition")
         rules.append(
             RuleRow(
                 type=text(condition.get("type")) or "contains",

@@ -43,8 +43,18 @@ class ServerForm:
 
     @classmethod
     def read(cls, posted: FormData) -> ServerForm:
-        values = {name: str(posted.get(name) or "")[:MAX_FIELD] for name in FIELDS}
-        return cls(**values)
+        def text(name: str) -> str:
+            return str(posted.get(name) or "")[:MAX_FIELD]
+
+        return cls(
+            name=text("name"),
+            title=text("title"),
+            instructions=text("instructions"),
+            tools=text("tools"),
+            tool_exposure=text("tool_exposure"),
+            scopes=text("scopes"),
+            tenants=text("tenants"),
+        )
 
     @classmethod
     def of(cls, definition: dict[str, Any]) -> ServerForm:

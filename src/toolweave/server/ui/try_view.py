@@ -66,8 +66,10 @@ def form_fields(schema: dict[str, Any] | None) -> list[FormField]:
     for name, prop in properties.items():
         kind = _type_of(prop)
         enum = prop.get("enum")
+        options: tuple[str, ...] = ()
         if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
             widget = "enum"
+            options = tuple(enum)
         elif kind in ("string", "number", "integer", "boolean"):
             widget = {"string": "text"}.get(kind, kind)
         else:
@@ -79,7 +81,7 @@ def form_fields(schema: dict[str, Any] | None) -> list[FormField]:
                 required=name in required,
                 description=str(prop.get("description") or ""),
                 default=_default_text(prop, widget),
-                options=tuple(enum) if widget == "enum" else (),
+                options=options,
                 schema_type=kind,
             )
         )

@@ -246,6 +246,11 @@ def _block(value: Any) -> str:
     return to_yaml(value) if isinstance(value, dict | list) else plain(value)
 
 
+def _mapping_at(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def step_row(step: Mapping[str, Any]) -> StepRow:
     kind = plain(step.get("type")) or (
         "forEach"
@@ -254,9 +259,9 @@ def step_row(step: Mapping[str, Any]) -> StepRow:
         if "message" in step and "tool" not in step
         else "tool"
     )
-    inner = step.get("step") if isinstance(step.get("step"), Mapping) else {}
+    inner = _mapping_at(step, "step")
     call = inner if kind == "forEach" else step
-    on_error = step.get("onError") if isinstance(step.get("onError"), Mapping) else {}
+    on_error = _mapping_at(step, "onError")
     retries = on_error.get("retryCount", on_error.get("maxRetries"))
     kept = rest_of(step, STEP_SHOWN)
     if inner and kind == "forEach":
