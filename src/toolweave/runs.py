@@ -9,7 +9,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeGuard, get_args
 
 from toolweave.actor import Actor
 
@@ -29,13 +29,24 @@ def visible_to(run_tenant: str | None, tenant: str | None) -> bool:
 RunStatus = Literal[
     "running", "completed", "failed", "timed_out", "cancelled", "interrupted", "input_required"
 ]
+"""A run's status (`RunRecord.status`)."""
+
+RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
+
+
+def is_run_status(value: object) -> TypeGuard[RunStatus]:
+    """Whether `value` (read from a result's `_meta` or a stored record) is one of the `RunStatus`es."""
+    return isinstance(value, str) and value in RUN_STATUSES
+
+
+StepStatus = Literal["running", "completed", "failed", "skipped", "timed_out", "cancelled"]
+"""A step's status in a run record: a workflow step's, or a fan-out target's (`StepRecord.status`)."""
 
 
 @dataclass(slots=True)
 class StepRecord:
     id: str
-    status: str
-    """completed | failed | skipped | running | timed_out | cancelled"""
+    status: StepStatus
     attempts: int = 0
     latency_ms: float = 0.0
     output: Any = None

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import Any, overload
 
 REDACTED = "[redacted]"
 """What stands in for a secret value, everywhere."""
@@ -169,6 +169,10 @@ def follow_secrets(fields: frozenset[str], arguments: Mapping[str, Any]) -> Toke
     return TAINTED.set(SecretValues(seeds))
 
 
+@overload
+def scrub_secrets(value: str) -> str: ...
+@overload
+def scrub_secrets(value: Any) -> Any: ...
 def scrub_secrets(value: Any) -> Any:
     """`value` (text or JSON-like) scrubbed of the current call's secret values (unchanged without any)."""
     active = TAINTED.get()

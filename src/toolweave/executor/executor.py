@@ -19,6 +19,7 @@ from typing import Any
 import mcp_types as types
 
 from toolweave.catalog.catalog import Catalog, Entry
+from toolweave.catalog.search import FIND_TOOLS
 from toolweave.composite.base import ProgressFn, RunContext
 from toolweave.executor import approval, batch, recording, search_mode, trace
 from toolweave.executor.admission import Pools, admitted
@@ -90,7 +91,7 @@ class ToolExecutor:
         entry = catalog.entries.get(name)
         if (
             entry is None
-            and (not catalog.is_search_tool(name) or name == search_mode.FIND_TOOLS)
+            and (not catalog.is_search_tool(name) or name == FIND_TOOLS)
             and await self._waited_for_startup()
         ):
             catalog = self.registry.catalog  # rebuilt with the backends that came up meanwhile
@@ -137,7 +138,7 @@ class ToolExecutor:
         if entry is None and catalog.is_search_tool(name):
             target = search_mode.target_of(name, arguments)
             if target is None:
-                return "read" if name == search_mode.FIND_TOOLS else "short"
+                return "read" if name == FIND_TOOLS else "short"
             return self.classify(target)
         if entry is None or not entry.listed_to(self.session.tenant):
             return "short"

@@ -17,7 +17,7 @@ import mcp_types as types
 
 from toolweave.catalog.catalog import Entry
 from toolweave.results import toolweave_meta
-from toolweave.runs import RunRecord, RunStore, StepRecord, new_run_id
+from toolweave.runs import RunRecord, RunStore, StepRecord, is_run_status, new_run_id
 from toolweave.secrets import DERIVED_SECRETS, TAINTED, redact_arguments
 
 logger = logging.getLogger("toolweave.executor")
@@ -68,9 +68,7 @@ async def finished(
     else:
         meta = (result.meta or {}).get("toolweave", {})
     status = meta.get("status")  # a composite's own run status; anything else in that key is not one
-    record.status = (
-        status if isinstance(status, str) and status else ("failed" if result.is_error else "completed")
-    )
+    record.status = status if is_run_status(status) else ("failed" if result.is_error else "completed")
     record.operation = meta.get("operation")
     record.reason = meta.get("reason")
     record.steps = [

@@ -34,7 +34,7 @@ from toolweave.composite.fanout.config import FanoutDef, FanoutTarget
 from toolweave.composite.fanout.run import OUTPUT_SCHEMA, FanoutComposite, Target
 from toolweave.composite.targets import resolve_targets
 from toolweave.export.describe import ParamUsage, PartDoc, describe_fanout
-from toolweave.problems import Problem
+from toolweave.problems import Problem, as_problems
 from toolweave.schemas.read import (
     input_schema_problem,
     merge_definitions,
@@ -87,7 +87,7 @@ def build_fanout(defn: FanoutDef, resolver: ToolResolver) -> FanoutComposite:
         for index, (spec, tool) in enumerate(zip(specs, resolved, strict=True))
     )
     schema, usage, schema_issues = _input_schema(defn, list(zip(paths, specs, resolved, strict=True)))
-    issues.extend(schema_issues)
+    issues.extend(as_problems(schema_issues))
     try:
         annotations = composite_annotations(resolved, defn.annotations, defn.title)
     except BuildError as error:
@@ -125,7 +125,7 @@ def _tool_path(defn: FanoutDef, path: str) -> str:
     return f"{path}.tool" if defn.targets else path
 
 
-def _template_issues(path: str, spec: FanoutTarget) -> list[tuple[str, str]]:
+def _template_issues(path: str, spec: FanoutTarget) -> list[Problem]:
     if spec.arguments is None:
         return []
     issues = []

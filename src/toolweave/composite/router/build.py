@@ -18,7 +18,7 @@ from toolweave.composite.router.run import Operation, RouterComposite, Rule
 from toolweave.composite.router.schema import OperationInput, UnifiedSchema, exposed_parameters, unify
 from toolweave.composite.targets import resolve_targets
 from toolweave.export.describe import PartDoc, describe_router, output_fields
-from toolweave.problems import Problem
+from toolweave.problems import Problem, as_problems
 from toolweave.schemas.fast import fast_check
 from toolweave.schemas.read import accepts_unlisted, properties_of, required_of
 from toolweave.schemas.validate import compile_validator
@@ -52,7 +52,7 @@ def build_router(defn: RouterDef, resolver: ToolResolver) -> RouterComposite:
         agent_driven=agent_driven,
         explicit=defn.input_schema,
     )
-    issues.extend(unified.problems)
+    issues.extend(as_problems(unified.problems))
     issues.extend(_rule_field_issues(defn, unified.schema))
     try:
         annotations = composite_annotations(targets, defn.annotations, defn.title)
@@ -127,17 +127,17 @@ def _operation(op: RouterOperation, target: ResolvedTool, exposed: Sequence[tupl
 
 def _reference_issues(
     index: int, op: RouterOperation, target: ResolvedTool, selector: str | None
-) -> list[tuple[str, str]]:
+) -> list[Problem]:
     """Mapped / fixed parameters the operation's tool does not have, and an unreachable required one."""
     schema = target.tool.input_schema
     listed = properties_of(schema)
     names = ", ".join(listed) or "none"
-    issues: list[tuple[str, str]] = []
+    issues: list[Problem] = []
     if not accepts_unlisted(schema):
         for unified, param in op.parameter_mapping.items():
             if param not in listed:
                 issues.append(
-                    (
+                    Problem(
                         f"operations[{index}].parameter_mapping.{unified}",
                         f"{target.name} has no parameter {param!r} (its parameters: {names})",
                     )
@@ -145,7 +145,7 @@ def _reference_issues(
         for key in op.arguments:
             if key not in listed:
                 issues.append(
-                    (
+                    Problem(
                         f"operations[{index}].arguments.{key}",
                         f"{target.name} has no parameter {key!r} (its parameters: {names})",
                     )
@@ -153,7 +153,7 @@ def _reference_issues(
     reachable = set(op.parameter_mapping.values()) | set(op.arguments)
     if selector is not None and selector in required_of(schema) and selector not in reachable:
         issues.append(
-            (
+            Problem(
                 f"operations[{index}]",
                 f"{target.name} requires its own {selector!r} parameter, which the agent_driven selector hides; "
                 f"map it from another unified name in parameter_mapping (or fix it in arguments)",
@@ -162,7 +162,7 @@ def _reference_issues(
     return issues
 
 
-def _rule_field_issues(defn: RouterDef, schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _rule_field_issues(defn: RouterDef, schema: Mapping[str, Any]) -> list[Problem]:
     """Rules reading a parameter the unified schema does not have could never match: report them."""
     listed = properties_of(schema)
     if not listed or accepts_unlisted(schema):
@@ -175,7 +175,7 @@ def _rule_field_issues(defn: RouterDef, schema: Mapping[str, Any]) -> list[tuple
             top = node.field.split(".", 1)[0]
             if node.field not in listed and top not in listed:
                 issues.append(
-                    (
+                    Problem(
                         f"{path}.field",
                         f"{top!r} is not a parameter of the unified input schema ({', '.join(listed)})",
                     )

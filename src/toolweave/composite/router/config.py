@@ -266,13 +266,13 @@ class RouterDef(CompositeBase):
 
     def _operation_issues(self) -> list[Problem]:
         if not self.operations:
-            return [("operations", "a router needs at least one operation")]
+            return [Problem("operations", "a router needs at least one operation")]
         issues: list[Problem] = []
         first_index: dict[str, int] = {}
         for index, op in enumerate(self.operations):
             if op.slug in first_index:
                 issues.append(
-                    (
+                    Problem(
                         f"operations[{index}].slug",
                         f"duplicate slug {op.slug!r} (also operations[{first_index[op.slug]}])",
                     )
@@ -288,7 +288,7 @@ class RouterDef(CompositeBase):
         for unified, target in op.parameter_mapping.items():
             if target in mapped_from:
                 issues.append(
-                    (
+                    Problem(
                         f"{where}.parameter_mapping.{unified}",
                         f"{unified!r} and {mapped_from[target]!r} both map to {target!r}",
                     )
@@ -296,7 +296,7 @@ class RouterDef(CompositeBase):
             mapped_from.setdefault(target, unified)
             if self.routing == "agent_driven" and unified == SELECTOR_PARAM:
                 issues.append(
-                    (
+                    Problem(
                         f"{where}.parameter_mapping.{unified}",
                         "'operation' is the operation selector of an agent_driven router; "
                         "map another unified parameter name",
@@ -305,7 +305,7 @@ class RouterDef(CompositeBase):
         for key in op.arguments:
             if key in mapped_from:
                 issues.append(
-                    (
+                    Problem(
                         f"{where}.arguments.{key}",
                         f"{key!r} is both fixed here and mapped from {mapped_from[key]!r} in parameter_mapping",
                     )
@@ -319,11 +319,13 @@ class RouterDef(CompositeBase):
         if self.routing == "agent_driven":
             if self.rules:
                 issues.append(
-                    ("rules", "rules are not used by agent_driven routing (remove them or use rule_based)")
+                    Problem(
+                        "rules", "rules are not used by agent_driven routing (remove them or use rule_based)"
+                    )
                 )
             if self.default_operation is not None:
                 issues.append(
-                    (
+                    Problem(
                         "default_operation",
                         "agent_driven routing always takes the agent's choice; "
                         "default_operation is only used by rule_based routing",
@@ -336,7 +338,7 @@ class RouterDef(CompositeBase):
         for index, rule in enumerate(self.rules):
             if rule.operation not in known:
                 issues.append(
-                    (f"rules[{index}].operation", f"unknown operation {rule.operation!r} ({listing})")
+                    Problem(f"rules[{index}].operation", f"unknown operation {rule.operation!r} ({listing})")
                 )
         if self.default_operation is not None and self.default_operation not in known:
             issues.append(
@@ -367,7 +369,7 @@ class RouterDef(CompositeBase):
         if self.input_schema is None:
             return []
         problem = input_schema_problem(self.input_schema)
-        return [("input_schema", problem)] if problem else []
+        return [Problem("input_schema", problem)] if problem else []
 
 
 def re2_options(case_sensitive: bool) -> re2.Options:

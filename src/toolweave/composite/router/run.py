@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import mcp_types as types
+from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from toolweave.composite.base import ResolvedTool, RunContext
@@ -91,9 +92,10 @@ class Operation:
             return []
         return sorted(self._problem(error, mapped) for error in self.validator.iter_errors(mapped))
 
-    def _problem(self, error: Any, mapped: Mapping[str, Any]) -> str:
+    def _problem(self, error: ValidationError, mapped: Mapping[str, Any]) -> str:
         if error.validator == "required" and not error.path:
-            missing = [name for name in error.validator_value if name not in mapped]
+            required = error.validator_value if isinstance(error.validator_value, list) else []
+            missing = [name for name in required if name not in mapped]
             return "; ".join(self._missing(name) for name in missing) or error.message
         if not error.path:
             return error.message

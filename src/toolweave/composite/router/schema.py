@@ -155,7 +155,7 @@ def _is_required(usage: ParamUsage, operation_count: int, strategy: Literal["any
 
 def merge_property(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
     """Unite two operations' schemas of one unified parameter (see the module docstring)."""
-    merged = copy_json(dict(first))
+    merged: dict[str, Any] = copy_json(dict(first))
     for key, value in second.items():
         if key not in _MERGED_KEYS and key not in merged:
             merged[key] = copy_json(value)

@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import mcp_types as types
 
@@ -65,7 +65,7 @@ logger = logging.getLogger(__name__)
 
 RESTORABLE = frozenset({"completed", "skipped"})
 SKIP_REMAINING = "skip_remaining"
-RUNNING = "running"
+RUNNING: Final = "running"
 
 
 @dataclass

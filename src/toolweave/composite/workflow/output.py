@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +122,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-_SHAPERS = {
+_SHAPERS: dict[str, Callable[[Any], object]] = {
     "integer": lambda value: int(value) if _is_number(value) and float(value).is_integer() else _NO_FIT,
     "number": lambda value: value if _is_number(value) else _NO_FIT,
     "boolean": lambda value: bool(value) if isinstance(value, bool) or value in (0, 1) else _NO_FIT,

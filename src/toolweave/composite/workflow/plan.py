@@ -23,6 +23,7 @@ from toolweave.composite.workflow.config import (
 from toolweave.composite.workflow.graph import format_cycle
 from toolweave.composite.workflow.output import OutputPlan
 from toolweave.composite.workflow.validation import workflow_problems
+from toolweave.problems import Problem
 from toolweave.schemas.read import properties_of
 from toolweave.schemas.validate import compile_validator
 from toolweave.secrets import secret_fields
@@ -52,7 +53,8 @@ class RetryPolicy:
 
     def delay_before(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (1-based)."""
-        return min(self.delay * (2 ** (retry - 1)), self.cap)
+        growth: int = 2 ** (retry - 1)
+        return min(self.delay * growth, self.cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,14 +144,16 @@ def compile_plan(defn: WorkflowDef, resolver: ToolResolver) -> tuple[WorkflowPla
         if tool is None:
             hint = did_you_mean(reference, resolver.names_like(reference))
             issues.append(
-                (
+                Problem(
                     f"{path}.tool",
                     f"unknown tool {reference!r} (no backend tool or composite has this name){hint}",
                 )
             )
         else:
             resolved[reference] = tool
-            issues.extend((f"{path}.tool", message) for message in _call_cycles(defn.name, tool, resolver))
+            issues.extend(
+                Problem(f"{path}.tool", message) for message in _call_cycles(defn.name, tool, resolver)
+            )
     if issues:
         raise BuildError(issues)
     index = {step.id: position for position, step in enumerate(defn.steps)}

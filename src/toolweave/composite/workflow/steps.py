@@ -27,6 +27,7 @@ from toolweave.composite.workflow.plan import (
     ToolCallPlan,
 )
 from toolweave.results import joined_text
+from toolweave.runs import StepStatus
 from toolweave.schemas.coerce import coerce
 from toolweave.secrets import DERIVED_SECRETS, redact_text, secret_values
 from toolweave.templates import TemplateError, copy_json, run_bounded
@@ -39,7 +40,7 @@ MAX_ERROR_CHARS = 2000
 
 @dataclass(slots=True)
 class StepOutcome:
-    status: str
+    status: StepStatus
     """completed, failed, skipped or cancelled."""
     output: Any = None
     """What later templates see as `steps.<id>.output`."""
@@ -101,7 +102,8 @@ def render_arguments(call: ToolCallPlan, context: Mapping[str, Any]) -> dict[str
     if call.schema is None:
         return arguments
     try:
-        return coerce(arguments, call.schema)
+        coerced: dict[str, Any] = coerce(arguments, call.schema)  # an object stays an object
+        return coerced
     except TemplateError as error:
         raise TemplateError(f"argument {error}") from None
 
