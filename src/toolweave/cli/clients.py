@@ -19,6 +19,7 @@ import shutil
 import stat
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -52,7 +53,7 @@ def _claude_desktop() -> list[Path]:
     return [Path(os.environ.get("XDG_CONFIG_HOME", home / ".config")) / "Claude/claude_desktop_config.json"]
 
 
-_PLACES = {
+_PLACES: dict[str, Callable[[], list[Path]]] = {
     "Claude Desktop": _claude_desktop,
     "Cursor": lambda: [Path(".cursor/mcp.json"), Path.home() / ".cursor/mcp.json"],
     "VS Code": lambda: [Path(".vscode/mcp.json")],

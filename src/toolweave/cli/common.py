@@ -122,14 +122,15 @@ def with_database(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
 def when(value: Any) -> str:
     """A time for a table, in local time: an ISO 8601 string (as the API and `--json` give it), a
     datetime or epoch seconds."""
+    from datetime import datetime
+
     if value is None:
         return ""
     if isinstance(value, str):
-        from datetime import datetime
-
         value = datetime.fromisoformat(value)
     if isinstance(value, int | float):
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value))
-    if value.tzinfo is not None:
-        value = value.astimezone()
-    return value.strftime("%Y-%m-%d %H:%M:%S")
+    moment: datetime = value
+    if moment.tzinfo is not None:
+        moment = moment.astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M:%S")

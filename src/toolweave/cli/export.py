@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -75,13 +76,19 @@ def _names_of(tool: object) -> set[str]:
     if not isinstance(tool, dict):
         return set()
     function = tool.get("function")
-    return {tool.get("name"), function.get("name") if isinstance(function, dict) else None} - {None}
+    names = (tool.get("name"), function.get("name") if isinstance(function, dict) else None)
+    return {name for name in names if name is not None}
 
 
 def _exported_here(
-    config: object, name: str | None, format: str, tenant: str | None, local: bool, server: str | None = None
+    config: Path | None,
+    name: str | None,
+    format: str,
+    tenant: str | None,
+    local: bool,
+    server: str | None = None,
 ) -> list[object]:
-    cfg = load_config_or_exit(config)  # type: ignore[arg-type]
+    cfg = load_config_or_exit(config)
     quiet_logging("error")
     if tenant is None:
         said_which(None, local)
@@ -90,7 +97,7 @@ def _exported_here(
     try:
         import asyncio
 
-        return asyncio.run(export_offline(cfg, name, format, tenant, server))
+        return [*asyncio.run(export_offline(cfg, name, format, tenant, server))]
     except LookupError as error:
         err.print(f"[red]{escape(str(error))}[/]", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None

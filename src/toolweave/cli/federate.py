@@ -7,12 +7,15 @@ import logging
 import os
 import re
 import signal
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from toolweave.cli.common import err, print_problem
+
+if TYPE_CHECKING:  # imported by the command itself, not by --help
+    from toolweave.backends.federated.bridge import StdioBridge
 
 
 def federate(
@@ -60,14 +63,14 @@ def federate(
         raise typer.Exit(2) from None
 
 
-async def _run(bridge: object) -> None:
+async def _run(bridge: StdioBridge) -> None:
     import asyncio
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, bridge.stop)  # type: ignore[attr-defined]
-    await bridge.run()  # type: ignore[attr-defined]
+            loop.add_signal_handler(signum, bridge.stop)
+    await bridge.run()
 
 
 def _namespace_from(program: str) -> str:

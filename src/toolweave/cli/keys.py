@@ -148,7 +148,9 @@ def keys_revoke(
 
     path = f"/api/v1/keys/{quote(key_id, safe='')}/revoke"
     running = _gateway(config, database, url, local)
-    revoked = through_gateway(running, lambda r: r.post(path, {}), not_found={}) if running else None
+    revoked: dict[str, Any] | None = (
+        through_gateway(running, lambda r: r.post(path, {}), not_found={}) if running else None
+    )
     if revoked is None:
         if running is None:
             said_which(None, local, DATABASE_HERE)

@@ -4,7 +4,7 @@ database refuses their tokens within 5 s (it asks the database about a grant tha
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,9 @@ from toolweave.actor import cli_actor
 from toolweave.cli.common import ConfigOption, DatabaseOption, database_url, err, with_database
 
 proxy_app = typer.Typer(help="The OAuth proxy's grants ([auth.proxy]).", no_args_is_help=True)
+
+if TYPE_CHECKING:  # imported by the command itself, not by --help
+    from toolweave.store.database import Database
 
 
 @proxy_app.command("revoke")
@@ -30,10 +33,10 @@ def proxy_revoke(
         err.print("[red]error:[/] give --tenant, --subject and/or --client, or --all", highlight=False)
         raise typer.Exit(2)
 
-    async def work(db: object) -> int:
+    async def work(db: Database) -> int:
         from toolweave.store.oauth_proxy import OAuthProxyRepository
 
-        repository = OAuthProxyRepository(db)  # type: ignore[arg-type]
+        repository = OAuthProxyRepository(db)
         return await repository.revoke_matching(cli_actor(), tenant=tenant, subject=subject, client_id=client)
 
     ended = with_database(database_url(config, database), work)

@@ -218,7 +218,7 @@ def said_which(running: Running | None, local: bool = False, here: str = BACKEND
     err.print(f"[dim]{message}[/]", highlight=False, soft_wrap=True)
 
 
-def fail(error: GatewayError) -> NoReturn:
+def fail(error: GatewayError | LookupError) -> NoReturn:
     from rich.markup import escape
 
     from toolweave.cli.common import err

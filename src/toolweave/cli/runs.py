@@ -125,7 +125,9 @@ def runs_show(
 
     path = f"/api/v1/runs/{quote(run_id, safe='')}"
     running = _gateway(config, database, url, local)
-    shown = through_gateway(running, lambda r: r.get(path), not_found={}) if running else None
+    shown: dict[str, Any] | None = (
+        through_gateway(running, lambda r: r.get(path), not_found={}) if running else None
+    )
     if shown is None:
         if running is None:
             said_which(None, local, DATABASE_HERE)

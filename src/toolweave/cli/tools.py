@@ -48,7 +48,7 @@ def tools(
 def _listed_by(running: Running) -> list[dict[str, Any]]:
     said_which(running)
     try:
-        listed = running.get("/api/v1/tools")["tools"]
+        listed: list[dict[str, Any]] = running.get("/api/v1/tools")["tools"]
         warn_missing(running.get("/api/v1/backends")["backends"])
     except GatewayError as error:
         fail(error)

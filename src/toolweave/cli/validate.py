@@ -13,6 +13,7 @@ from rich.markup import escape
 from toolweave.cli.common import ConfigOption, err, out, print_problem, quiet_logging
 
 if TYPE_CHECKING:
+    from toolweave.backends.base import Backend
     from toolweave.config.models import Config
     from toolweave.problems import Problem
 
@@ -53,8 +54,8 @@ def validate(
                 problems.append(str(problem))
     if problems:
         err.print(f"[bold red]{len(problems)} problem(s)[/] in {escape(str(path))}:", soft_wrap=True)
-        for problem in problems:
-            print_problem(problem)
+        for line in problems:
+            print_problem(line)
     for warning in warnings:
         err.print(f"  [yellow]warning[/] {escape(str(warning))}", highlight=False, soft_wrap=True)
     if problems:
@@ -91,7 +92,7 @@ def _load_for_validation(path: Path) -> tuple[Config | None, list[Any], list[str
     return cfg, issues, paths
 
 
-def _not_connected(backend: Any, waited: float) -> str:
+def _not_connected(backend: Backend, waited: float) -> str:
     """Why a backend is not connected; one still on its first attempt is slow, not broken (yet)."""
     if backend.status == "starting":
         return (
@@ -126,18 +127,18 @@ async def _connected_problems(cfg: Config, paths: list[str], warnings: list[Prob
             if backend is not None and backend.status != "connected":
                 where = f"backends[{index}] ({backend.name})"
                 problems.append(Problem(where, _not_connected(backend, cfg.gateway.startup_timeout)))
-        where: dict[str, str] = {}
+        path_of: dict[str, str] = {}
         for path, definition in zip(paths, cfg.composite_tools, strict=True):
-            where.setdefault(getattr(definition, "name", ""), path)
+            path_of.setdefault(getattr(definition, "name", ""), path)
         for issue in gateway.catalog.issues:
             message = issue.message
             if message.startswith("name conflict: composite tool") and "and composite tool" in message:
                 continue  # a duplicate composite name: the file check already reported it
-            path = where.get(issue.subject)
-            if path is None:
+            at = path_of.get(issue.subject)
+            if at is None:
                 problems.append(Problem(issue.subject, str(issue.problem)))
             else:
-                problems.append(issue.problem.under(path))
+                problems.append(issue.problem.under(at))
         backend_paths = {b.name: f"backends[{i}] ({b.name})" for i, b in enumerate(cfg.backends)}
         for issue in gateway.catalog.warnings:
             warnings.append(issue.problem.under(backend_paths.get(issue.subject, issue.subject)))
