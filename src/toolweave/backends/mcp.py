@@ -60,7 +60,9 @@ _SAMPLING_RESULT: TypeAdapter[Any] = TypeAdapter(
 )
 _ELICIT_RESULT: TypeAdapter[Any] = TypeAdapter(types.ElicitResult)
 _ROOTS_RESULT: TypeAdapter[Any] = TypeAdapter(types.ListRootsResult)
-_R = TypeVar("_R", types.CallToolResult, types.ReadResourceResult, types.GetPromptResult)
+_R = TypeVar(
+    "_R", types.CallToolResult, types.ReadResourceResult, types.GetPromptResult, types.CompleteResult
+)
 
 
 class MCPBackend(Backend):
@@ -618,7 +620,9 @@ class MCPBackend(Backend):
                 allow_claimed=True,
             )
 
-        return await sdk_compat.drive_input_required(client, first, retry)
+        # the SDK's private driver is untyped: it returns what `retry` (a tools/call) returns
+        result: types.CallToolResult = await sdk_compat.drive_input_required(client, first, retry)
+        return result
 
     def _lean_caller(self, client: Client) -> HttpToolCaller | None:
         """The lean tools/call path of an HTTP backend on the wire its SDK client negotiated (None: SDK only)."""

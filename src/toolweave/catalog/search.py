@@ -399,7 +399,7 @@ def _postings(field_terms: Sequence[dict[str, list[str]]]) -> dict[str, list[tup
     }
     pseudo: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for index, terms in enumerate(field_terms):
-        combined: Counter[str] = Counter()
+        combined: defaultdict[str, float] = defaultdict(float)
         for name, words in terms.items():
             if not words:
                 continue

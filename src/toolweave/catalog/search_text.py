@@ -13,6 +13,7 @@ import gzip
 import itertools
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from importlib import resources
 
@@ -251,7 +252,8 @@ _stemmer = snowballstemmer.stemmer("english")
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The English Snowball stem of a lower-case word (cached: tool text repeats its words a lot)."""
-    return _stemmer.stemWord(word)
+    stemmed: str = _stemmer.stemWord(word)  # snowballstemmer is untyped
+    return stemmed
 
 
 def compounds(text: str) -> Iterator[list[str]]:
@@ -379,7 +381,7 @@ def query_concepts(text: str, known: frozenset[str] | set[str]) -> list[dict[str
     concepts: dict[str, dict[str, float]] = {}
     for word in query_words(text, known):
         if word not in concepts:
-            synonyms = _synonyms().get(word, frozenset()) & known
+            synonyms: AbstractSet[str] = _synonyms().get(word, frozenset()) & known
             if not synonyms and word not in known:
                 synonyms = known.intersection(_relatives().get(word, ()))
             concept = {word: 1.0, **dict.fromkeys(sorted(synonyms), SYNONYM_WEIGHT)}

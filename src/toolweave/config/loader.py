@@ -240,7 +240,7 @@ def _cross_check(
         seen.setdefault(name, -1)
     names: dict[str, str] = {}
     for path, composite in zip(paths, composites, strict=True):
-        name = composite.name  # type: ignore[attr-defined]
+        name = composite.name
         if name in names:
             issues.append(
                 Problem(

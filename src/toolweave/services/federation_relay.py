@@ -31,6 +31,7 @@ import orjson
 from toolweave.backends.errors import PeerLost
 from toolweave.backends.federated import FederatedBackend, Federation
 from toolweave.backends.federated.manifest import read_manifest
+from toolweave.common_types import str_at
 from toolweave.results import error_result
 from toolweave.services.change_feed import feed_identity, import_redis
 from toolweave.store import Database
@@ -182,7 +183,7 @@ class FederationRelay:
             server.clients = clients
             return
         manifest, problems = read_manifest(namespace, item.get("tools"), self.federation.settings.max_tools)
-        tenant = item.get("tenant") if isinstance(item.get("tenant"), str) else None
+        tenant = str_at(item, "tenant", None)
         if manifest is not None:
             problems = self.federation.check(manifest, tenant)
         if manifest is None or problems:

@@ -131,9 +131,9 @@ class Metrics:
             self.backend_up.labels(backend.name).set(1 if backend.status == "connected" else 0)
         if tenant is None:
             self.tools.set(sum(1 for _ in gateway.catalog.visible()))
-            return generate_latest(Labelled(self.registry, self.instance)), CONTENT_TYPE_LATEST  # type: ignore[arg-type]
+            return generate_latest(Labelled(self.registry, self.instance)), CONTENT_TYPE_LATEST
         view = TenantView(self.registry, tenant, len(gateway.catalog.listed_for(tenant)))
-        return generate_latest(Labelled(view, self.instance)), CONTENT_TYPE_LATEST  # type: ignore[arg-type]
+        return generate_latest(Labelled(view, self.instance)), CONTENT_TYPE_LATEST
 
 
 class Labelled:

@@ -23,6 +23,7 @@ import orjson
 
 from toolweave.backends.federated import protocol
 from toolweave.backends.federated.client import Registration, connect_forever, socket_url
+from toolweave.common_types import object_at
 
 logger = logging.getLogger("toolweave.federation.bridge")
 
@@ -174,7 +175,7 @@ class _Relay:
         for tool in tools if isinstance(tools, list) else []:
             if not isinstance(tool, dict):
                 continue
-            meta = tool.get("_meta") if isinstance(tool.get("_meta"), dict) else {}
+            meta = object_at(tool, "_meta")
             found = {
                 "handler": str(tool.get("name")),
                 "source": os.path.basename(self.bridge.command[0]),

@@ -30,6 +30,7 @@ import orjson
 
 from toolweave.backends.errors import AuthUnavailable
 from toolweave.backends.openapi.convert import supplied_key
+from toolweave.common_types import str_at
 from toolweave.config.http_api import CREDENTIAL_FIELDS, HttpAuth
 
 TOKEN_MARGIN = 30.0
@@ -138,9 +139,9 @@ def _token_url(scheme: dict[str, Any]) -> str | None:
         return None
     flows = scheme.get("flows")
     if isinstance(flows, dict) and isinstance(flows.get("clientCredentials"), dict):
-        return flows["clientCredentials"].get("tokenUrl")
+        return str_at(flows["clientCredentials"], "tokenUrl", None)
     if scheme.get("flow") == "application":  # Swagger 2.0
-        return scheme.get("tokenUrl")
+        return str_at(scheme, "tokenUrl", None)
     return None
 
 

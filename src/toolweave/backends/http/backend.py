@@ -217,16 +217,16 @@ class HttpApiBackend(Backend):
                     raise DocumentUnusable(
                         f"cannot fetch the OpenAPI document {source}: HTTP {response.status_code}"
                     )
-                raw = await read_bounded(response, MAX_DOCUMENT_BYTES)
+                fetched = await read_bounded(response, MAX_DOCUMENT_BYTES)
         except httpx2.HTTPError as error:
             raise DocumentUnusable(
                 f"cannot fetch the OpenAPI document {source}: {_transport_reason(error)}"
             ) from None
-        if raw is None:
+        if fetched is None:
             raise DocumentUnusable(
                 f"the OpenAPI document {source} is over {MAX_DOCUMENT_BYTES} bytes; refused"
             )
-        return await asyncio.to_thread(parse_document, raw, source)
+        return await asyncio.to_thread(parse_document, fetched, source)
 
     def _publish(self, specs: list[OperationSpec]) -> None:
         self._ops = {spec.tool: spec for spec in specs}

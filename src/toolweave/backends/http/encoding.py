@@ -155,12 +155,12 @@ def _path_value(param: ParamSpec, value: Any) -> str:
     items = _items(param, value)
     style, explode, name = param.style, param.explode, quote(param.name, safe="")
     if isinstance(items, list):
-        encoded = [_enc(v, param) for v in items]
+        parts = [_enc(v, param) for v in items]
         if style == "label":
-            return "." + ("." if explode else ",").join(encoded)
+            return "." + ("." if explode else ",").join(parts)
         if style == "matrix":
-            return "".join(f";{name}={v}" for v in encoded) if explode else f";{name}=" + ",".join(encoded)
-        return ",".join(encoded)
+            return "".join(f";{name}={v}" for v in parts) if explode else f";{name}=" + ",".join(parts)
+        return ",".join(parts)
     if isinstance(items, dict):
         pairs = [(quote(str(k), safe=""), _enc(v, param)) for k, v in items.items()]
         if style == "label":

@@ -30,7 +30,16 @@ from toolweave.backends.errors import DocumentError
 from toolweave.backends.openapi.document import Document, is_url
 from toolweave.backends.openapi.refs import Refs, child
 from toolweave.backends.openapi.schemas import SchemaConverter, is_object_schema
-from toolweave.backends.openapi.spec import BodySpec, Conversion, OperationSpec, ParamSpec, Problem
+from toolweave.backends.openapi.spec import (
+    BodyKind,
+    BodySpec,
+    Conversion,
+    OperationSpec,
+    ParamSpec,
+    Problem,
+    ValueShape,
+)
+from toolweave.common_types import list_at, object_at, str_at
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 MAX_NAME = 64
@@ -152,7 +161,7 @@ def _selected(operation: dict[str, Any], path: str, options: ConvertOptions) -> 
 def _matches(pattern: str, operation: dict[str, Any], path: str) -> bool:
     kind, colon, glob = pattern.partition(":")
     if colon and kind == "tag":
-        tags = operation.get("tags") if isinstance(operation.get("tags"), list) else []
+        tags = list_at(operation, "tags")
         return any(isinstance(t, str) and fnmatch.fnmatchcase(t, glob) for t in tags)
     if colon and kind == "path":
         return fnmatch.fnmatchcase(path, glob)
@@ -167,8 +176,8 @@ def _base_url(document: Document) -> str | None:
     data = document.data
     if document.version == "2.0":
         host = data.get("host")
-        base_path = data.get("basePath") if isinstance(data.get("basePath"), str) else ""
-        schemes = data.get("schemes") if isinstance(data.get("schemes"), list) else []
+        base_path = str_at(data, "basePath", "")
+        schemes = list_at(data, "schemes")
         scheme = "https" if "https" in schemes or not schemes else str(schemes[0])
         if isinstance(host, str) and host:
             return f"{scheme}://{host}{base_path}".rstrip("/")
@@ -176,8 +185,8 @@ def _base_url(document: Document) -> str | None:
     else:
         servers = data.get("servers")
         server = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], dict) else {}
-        url = server.get("url") if isinstance(server.get("url"), str) else "/"
-        variables = server.get("variables") if isinstance(server.get("variables"), dict) else {}
+        url = str_at(server, "url", "/")
+        variables = object_at(server, "variables")
         for name, variable in variables.items():
             default = variable.get("default") if isinstance(variable, dict) else None
             if default is not None:
@@ -264,7 +273,7 @@ class _OperationBuilder:
         self.responses = self._success_responses()
         output_schema = self._output_schema() if self.options.output_schema else None
         operation = self.operation
-        summary = operation.get("summary") if isinstance(operation.get("summary"), str) else ""
+        summary = str_at(operation, "summary", "")
         return OperationSpec(
             tool=_base_name(operation.get("operationId"), self.method, self.path),
             method=self.method.upper(),
@@ -397,7 +406,7 @@ class _OperationBuilder:
         explode = param.get("explode", style == "form")
         return style, explode is True, None
 
-    def _resolved_shape(self, schema: Any, defs: dict[str, Any]) -> str:
+    def _resolved_shape(self, schema: Any, defs: dict[str, Any]) -> ValueShape:
         for _ in range(8):
             if not isinstance(schema, dict):
                 return "primitive"
@@ -450,7 +459,7 @@ class _OperationBuilder:
         media, kind = chosen
         entry = content[media] if isinstance(content[media], dict) else {}
         schema_node = entry.get("schema", {})
-        description = body.get("description") if isinstance(body.get("description"), str) else None
+        description = str_at(body, "description", None)
         return self._body(
             kind, media, schema_node, child(pointer, "content", media, "schema"), required, description
         )
@@ -470,7 +479,7 @@ class _OperationBuilder:
                 self.note(at, message + "; the optional body was left out")
                 return None
             media = next((c for c in consumes if _is_json(c)), "application/json")
-            description = param.get("description") if isinstance(param.get("description"), str) else None
+            description = str_at(param, "description", None)
             return self._body(
                 "json",
                 media,
@@ -482,11 +491,8 @@ class _OperationBuilder:
         if not forms:
             return None
         multipart = "multipart/form-data" in consumes or any(p.get("type") == "file" for p, _ in forms)
-        kind, media = (
-            ("multipart", "multipart/form-data")
-            if multipart
-            else ("form", "application/x-www-form-urlencoded")
-        )
+        kind: BodyKind = "multipart" if multipart else "form"
+        media = "multipart/form-data" if multipart else "application/x-www-form-urlencoded"
         fields: dict[str, str] = {}
         for param, at in forms:
             if param.get("type") == "file":
@@ -513,7 +519,7 @@ class _OperationBuilder:
         )
 
     def _body(
-        self, kind: str, media: str, node: Any, at: str, required: bool, description: str | None
+        self, kind: BodyKind, media: str, node: Any, at: str, required: bool, description: str | None
     ) -> BodySpec:
         schema, defs = self.converter.convert(node, at, "input")
         if kind == "text":
@@ -533,7 +539,7 @@ class _OperationBuilder:
                 schema = {**schema, "description": description}
             prop = self.arguments.claim("body", "body")
             self.arguments.add(prop, schema, required, defs)
-            return BodySpec(kind=kind, media_type=media, prop=prop, required=required)  # type: ignore[arg-type]
+            return BodySpec(kind=kind, media_type=media, prop=prop, required=required)
         fields: dict[str, str] = {}
         inner_required = set(schema.get("required") or []) if required else set()
         for name, prop_schema in (schema.get("properties") or {}).items():
@@ -541,7 +547,7 @@ class _OperationBuilder:
             self.arguments.add(prop, prop_schema, name in inner_required, {})
             fields[prop] = name
         self.arguments.defs.update(defs)
-        return BodySpec(kind=kind, media_type=media, fields=fields, required=required)  # type: ignore[arg-type]
+        return BodySpec(kind=kind, media_type=media, fields=fields, required=required)
 
     def _without_files(self, schema: Any, defs: dict[str, Any], at: str) -> Any:
         """A multipart schema minus its optional file fields (a required one skips the operation)."""
@@ -663,16 +669,19 @@ def _is_file(schema: Any, defs: dict[str, Any]) -> bool:
     return schema.get("format") in ("binary", "base64") or "contentMediaType" in schema
 
 
-def _choose_media(content: dict[str, Any]) -> tuple[str, str] | None:
+_OTHER_MEDIA: tuple[tuple[str, BodyKind], ...] = (
+    ("application/x-www-form-urlencoded", "form"),
+    ("multipart/form-data", "multipart"),
+    ("text/plain", "text"),
+)
+
+
+def _choose_media(content: dict[str, Any]) -> tuple[str, BodyKind] | None:
     medias = [str(m) for m in content]
     for media in medias:
         if _is_json(media):
             return media, "json"
-    for media, kind in (
-        ("application/x-www-form-urlencoded", "form"),
-        ("multipart/form-data", "multipart"),
-        ("text/plain", "text"),
-    ):
+    for media, kind in _OTHER_MEDIA:
         for candidate in medias:
             if candidate.split(";")[0].strip().lower() == media:
                 return candidate, kind

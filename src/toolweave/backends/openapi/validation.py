@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from toolweave.backends.errors import RemoteRefRefused
+from toolweave.common_types import object_at
 
 MAX_PROBLEMS = 500
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -84,12 +85,12 @@ def _problems(validator: Any, data: dict[str, Any]) -> Iterator[Problem]:
     spec = validator.schema_path
     if isinstance(data.get("tags"), list) and "tags" in registry.keyword_validators:
         yield from _guarded(lambda: registry["tags"](spec / "tags"), "/tags", None)
-    paths = data.get("paths") if isinstance(data.get("paths"), dict) else {}
+    paths = object_at(data, "paths")
     for url, item in paths.items():
         yield from _path_item(registry, spec, url, item)
-    components = data.get("components") if isinstance(data.get("components"), dict) else {}
-    schemas = components.get("schemas") if isinstance(components.get("schemas"), dict) else {}
-    definitions = data.get("definitions") if isinstance(data.get("definitions"), dict) else {}
+    components = object_at(data, "components")
+    schemas = object_at(components, "schemas")
+    definitions = object_at(data, "definitions")
     for section, found in (("/components/schemas", schemas), ("/definitions", definitions)):
         for name in found:
             at = child(section, name)

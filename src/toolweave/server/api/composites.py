@@ -303,6 +303,6 @@ async def regenerate_description(
         description=rewritten.text,
         source=rewritten.source,  # type: ignore[arg-type]
         saved=options.save,
-        version=version,  # type: ignore[arg-type]
+        version=version,
         warning=rewritten.warning,
     )

@@ -84,7 +84,7 @@ async def list_ai_tools(
 @router.post("/tools/{name}/call", response_model=CallResult, summary="Call any tool by its exposed name")
 async def call_tool(
     name: Annotated[str, Path(max_length=500)],
-    arguments: Annotated[dict[str, Any] | None, Body(description="The tool's arguments")] = None,  # type: ignore[assignment]
+    arguments: Annotated[dict[str, Any] | None, Body(description="The tool's arguments")] = None,
     caller: Session = Depends(require(CALL)),
     rt: ServerRuntime = Depends(runtime),
 ) -> CallResult:
