@@ -431,7 +431,7 @@ class Gateway:
         tools = (
             self.list_tools()
             if names is None
-            else [self.catalog.get(n).tool for n in names if self.catalog.get(n)]
+            else [entry.tool for n in names if (entry := self.catalog.get(n))]
         )
         return export_tools(tools, format)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
 
@@ -31,15 +31,40 @@ from toolweave.config.servers import ServerConfig
 from toolweave.executor import Registry, Session
 from toolweave.problems import Problem
 
+if TYPE_CHECKING:
+    from toolweave.config.models import Config
+
 logger = logging.getLogger("toolweave.servers")
 Listener = Callable[[], None]
+
+
+class ServedGateway(Protocol):
+    """What a virtual server reads of the gateway it is a view of: `toolweave.gateway.Gateway`, which
+    imports this module (hence a Protocol, not the class)."""
+
+    config: Config
+    registry: Registry
+    backends: dict[str, Backend]
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    def first_connections_pending(self) -> bool: ...
+
+    async def wait_for_first_connections(self) -> bool: ...
+
+    def resources(self) -> dict[str, tuple[types.Resource, Backend]]: ...
+
+    def resource_template_pairs(self) -> list[tuple[types.ResourceTemplate, Backend]]: ...
+
+    def prompts(self) -> dict[str, tuple[types.Prompt, Backend, str]]: ...
 
 
 class VirtualServer:
     """One virtual server: its definition, its current view and who listens for its changes."""
 
     def __init__(
-        self, config: ServerConfig, gateway: Any, *, owner: str | None = None, source: str = "file"
+        self, config: ServerConfig, gateway: ServedGateway, *, owner: str | None = None, source: str = "file"
     ) -> None:
         self.config = config
         self.name = config.name
@@ -200,7 +225,7 @@ class VirtualServer:
 class VirtualServers:
     """The gateway's virtual servers by name, rebuilt together on every catalog rebuild."""
 
-    def __init__(self, gateway: Any) -> None:
+    def __init__(self, gateway: ServedGateway) -> None:
         self._gateway = gateway
         self.by_name: dict[str, VirtualServer] = {}
         self.exposing: dict[str, tuple[str, ...]] = {}

@@ -33,7 +33,8 @@ MAX_UNSENT_PROGRESS = 1000
 def client_capabilities(ctx: Any) -> types.ClientCapabilities | None:
     """What the client of `ctx` declared (its handshake, or a 2026-07-28 request's envelope)."""
     try:
-        return ctx.session.client_capabilities
+        declared: types.ClientCapabilities | None = ctx.session.client_capabilities
+        return declared
     except Exception:  # noqa: BLE001 - a connection without a handshake declared nothing
         return None
 
@@ -69,10 +70,10 @@ class PendingCall:
     task: asyncio.Task[types.CallToolResult] | None = None
     questions: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
     """(key, an `InputRequest`): the gateway's own elicitations and a backend's relayed requests."""
-    answers: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
-    """key → the answer: an `ElicitOutcome` (the gateway's questions) or the client's wire result dict
-    (a backend's request, `relayed`)."""
-    relayed: set[str] = field(default_factory=set)
+    answers: dict[str, asyncio.Future[ElicitOutcome]] = field(default_factory=dict)
+    """key → the answer to one of the gateway's own questions."""
+    relayed: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    """key → the client's wire result dict for a backend's request."""
     touched: float = field(default_factory=time.monotonic)
     _counter: int = 0
     _sink: Any = None
@@ -126,24 +127,25 @@ class PendingCall:
         request = _INPUT_REQUEST.validate_python(wire, by_name=False)
         self._counter += 1
         key = f"q{self._counter}"
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.answers[key] = future
-        self.relayed.add(key)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.relayed[key] = future
         await self.questions.put((key, request))
         try:
             return await future
         finally:
-            self.answers.pop(key, None)
-            self.relayed.discard(key)
+            self.relayed.pop(key, None)
 
     def deliver(self, responses: dict[str, Any] | None) -> None:
         for key, response in (responses or {}).items():
+            relayed = self.relayed.get(key)
+            if relayed is not None:
+                if not relayed.done():
+                    relayed.set_result(response.model_dump(by_alias=True, mode="json", exclude_none=True))
+                continue
             future = self.answers.get(key)
             if future is None or future.done():
                 continue
-            if key in self.relayed:
-                future.set_result(response.model_dump(by_alias=True, mode="json", exclude_none=True))
-            elif isinstance(response, types.ElicitResult):
+            if isinstance(response, types.ElicitResult):
                 future.set_result(
                     ElicitOutcome(action=response.action, content=dict(response.content or {}) or None)
                 )

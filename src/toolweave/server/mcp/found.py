@@ -31,7 +31,7 @@ class FoundTools:
 
     def __init__(self) -> None:
         self._names: OrderedDict[str, None] = OrderedDict()
-        self._listing: tuple[Any, ...] = ()
+        self._listing: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         """(catalog, tenant, names, version) → the wire listing built for them, the last one asked."""
 
     def __len__(self) -> int:

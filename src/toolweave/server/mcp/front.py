@@ -159,12 +159,12 @@ class MCPFront:
             )
         return entry.tool.input_schema if found else None
 
-    def _build(self) -> Server[Any]:
+    def _build(self) -> _GatewayServer:
         with warnings.catch_warnings():  # logging/setLevel is deprecated on 2026-07-28; still relayed before
             warnings.simplefilter("ignore")
             return self._server()
 
-    def _server(self) -> Server[Any]:
+    def _server(self) -> _GatewayServer:
         identity = self.identity
         return _GatewayServer(
             identity.name,

@@ -21,15 +21,14 @@ import logging
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolweave.backends.base import naming_backend
-from toolweave.gateway import Gateway
+from toolweave.backends.base import Backend, naming_backend
 from toolweave.server.mcp.elicitation import PendingCall
 from toolweave.wire import sdk_compat
 from toolweave.wire.errors import RelayError
@@ -121,10 +120,43 @@ class CallerChannel:
             )
 
 
+class RelayedGateway(Protocol):
+    """What the relays read of what a front serves: the `Gateway`, or one of its `VirtualServer`s."""
+
+    @property
+    def backends(self) -> Mapping[str, Backend]: ...
+
+    def resources(self) -> dict[str, tuple[types.Resource, Backend]]: ...
+
+    def prompts(self) -> dict[str, tuple[types.Prompt, Backend, str]]: ...
+
+    def backend_for_template(self, uri: str) -> Backend | None: ...
+
+
+@runtime_checkable
+class McpFeatures(Protocol):
+    """A backend that speaks MCP's optional features to its server (`MCPBackend`); which of them the
+    server declared, `offers` says."""
+
+    name: str
+
+    def offers(self, feature: str) -> bool: ...
+
+    async def set_logging_level(self, level: str) -> None: ...
+
+    async def complete(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def subscribe_resource(self, uri: str, subscribe: bool = True) -> None: ...
+
+    def on_resource_updated(self, listener: Callable[[str], Any]) -> Callable[[], None]: ...
+
+
 class Relays:
     """Logging levels, completions and resource subscriptions for one MCP front."""
 
-    def __init__(self, gateway: Gateway, tenant_of: Callable[[Any], str | None] = lambda ctx: None) -> None:
+    def __init__(
+        self, gateway: RelayedGateway, tenant_of: Callable[[Any], str | None] = lambda ctx: None
+    ) -> None:
         self.gateway = gateway
         self._tenant_of = tenant_of
         """The tenant of a request's session (whose backends' log messages the connection may hear)."""
@@ -240,6 +272,7 @@ class Relays:
         wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         wire.pop("_meta", None)
         ref = params.ref
+        backend: Backend | None
         if isinstance(ref, types.PromptReference):
             found = self.gateway.prompts().get(ref.name)
             if found is None:
@@ -262,7 +295,7 @@ class Relays:
 
     # -- resource subscriptions ------------------------------------------------------
 
-    def _backend_of(self, uri: str) -> Any:
+    def _backend_of(self, uri: str) -> Backend | None:
         found = self.gateway.resources().get(uri)
         return found[1] if found else self.gateway.backend_for_template(uri)
 
@@ -293,7 +326,7 @@ class Relays:
                 raise MCPError(code=-32603, message=naming_backend(backend.name, error)) from error
         return types.EmptyResult()
 
-    def _watch(self, backend: Any) -> None:
+    def _watch(self, backend: McpFeatures) -> None:
         if backend.name not in self._watched:
             self._watched[backend.name] = backend.on_resource_updated(self._updated)
 
@@ -319,9 +352,9 @@ class Relays:
             task.cancel()
 
 
-def _offers(backend: Any, feature: str) -> bool:
-    offers = getattr(backend, "offers", None)
-    return bool(offers is not None and offers(feature))
+def _offers(backend: Backend, feature: str) -> TypeGuard[McpFeatures]:
+    """Whether `backend` speaks MCP's optional features and its server declared `feature`."""
+    return isinstance(backend, McpFeatures) and backend.offers(feature)
 
 
 def _connection(ctx: Any) -> Any:

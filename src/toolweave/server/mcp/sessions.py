@@ -19,7 +19,7 @@ The local operator (auth off) is held to `limits.mcp_sessions_total` only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
 import orjson
@@ -180,7 +180,7 @@ def _session_headers(scope: Scope) -> tuple[str | None, bool]:
     return session_id, modern
 
 
-def _header(headers: Any, wanted: bytes) -> str | None:
+def _header(headers: Iterable[tuple[bytes, bytes]], wanted: bytes) -> str | None:
     for name, value in headers:
         if name.lower() == wanted:
             return value.decode("latin-1")
