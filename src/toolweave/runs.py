@@ -39,8 +39,16 @@ def is_run_status(value: object) -> TypeGuard[RunStatus]:
     return isinstance(value, str) and value in RUN_STATUSES
 
 
-StepStatus = Literal["running", "completed", "failed", "skipped", "timed_out", "cancelled"]
-"""A step's status in a run record: a workflow step's, or a fan-out target's (`StepRecord.status`)."""
+StepStatus = Literal["running", "completed", "failed", "skipped", "timed_out", "cancelled", "interrupted"]
+"""A step's status in a run record: a workflow step's, or a fan-out target's (`StepRecord.status`);
+`interrupted` only as shown, for a step still running when its run was interrupted."""
+
+STEP_STATUSES: frozenset[str] = frozenset(get_args(StepStatus))
+
+
+def is_step_status(value: object) -> TypeGuard[StepStatus]:
+    """Whether `value` (read from a result's `_meta`) is one of the `StepStatus`es."""
+    return isinstance(value, str) and value in STEP_STATUSES
 
 
 @dataclass(slots=True)

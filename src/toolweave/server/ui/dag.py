@@ -7,6 +7,7 @@ forEach) and its condition are marked; on a run's page each step is coloured by 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +83,7 @@ def _columns(steps: list[dict[str, Any]]) -> dict[str, int]:
     return column
 
 
-def layout(steps: list[Any], statuses: dict[str, str] | None = None) -> Dag | None:
+def layout(steps: list[Any], statuses: Mapping[str, str] | None = None) -> Dag | None:
     """The picture of `steps` (definition dicts), or None when there is nothing sensible to draw."""
     steps = [step for step in steps if isinstance(step, dict) and step.get("id")]
     if not steps or len(steps) > MAX_STEPS:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from toolweave.runs import RunRecord, StepRecord
+from toolweave.runs import RunRecord, StepRecord, StepStatus
 
 WIDTH = 440
 """The whole timeline (or the longest bar, without start times), in SVG units: with the names
@@ -24,7 +24,11 @@ SUMMARY_CHARS = 80
 """A step's output is summed up in its first line cut to this, the whole of it one click away."""
 
 
-ENDED_WHILE_RUNNING = {"interrupted": "interrupted", "cancelled": "cancelled", "timed_out": "timed_out"}
+ENDED_WHILE_RUNNING: dict[str, StepStatus] = {
+    "interrupted": "interrupted",
+    "cancelled": "cancelled",
+    "timed_out": "timed_out",
+}
 """A step still marked `running` in a run that ended so: what became of it."""
 
 
@@ -34,7 +38,7 @@ def settled_steps(run: RunRecord) -> list[StepRecord]:
     long as it ran: from its start to the run's end (`latency_ms`, which an interrupted run keeps
     until its gateway stopped), not as a zero-length step still going. In a run still going, a
     running step is as long as it has run so far."""
-    ended = ENDED_WHILE_RUNNING.get(run.status)
+    ended: StepStatus | None = ENDED_WHILE_RUNNING.get(run.status)
     if run.status == "running":  # still going: so far
         ended, until = "running", (time.time() - run.started_at) * 1000
     elif ended is None:

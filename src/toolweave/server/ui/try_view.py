@@ -15,7 +15,7 @@ import mcp_types as types
 import orjson
 
 from toolweave.results import META_KEY
-from toolweave.runs import StepRecord
+from toolweave.runs import StepRecord, is_step_status
 from toolweave.schemas.read import properties_of, required_of
 from toolweave.server.ui.run_view import Timeline, timeline
 
@@ -198,7 +198,7 @@ def _steps_timeline(steps: Any) -> Timeline | None:
     records = [
         StepRecord(
             id=str(step["id"]),
-            status=str(step.get("status") or ""),
+            status=status if is_step_status(status := step.get("status")) else "failed",
             attempts=int(_number(step.get("attempts")) or 0),
             latency_ms=_number(step.get("latency_ms")) or 0.0,
             start_ms=_number(step.get("start_ms")),
