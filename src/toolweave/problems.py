@@ -15,6 +15,7 @@ from types import UnionType
 from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from toolweave.errors import ToolweaveError
 from toolweave.suggest import did_you_mean
@@ -60,7 +61,7 @@ def join_path(prefix: str, *parts: str | int) -> str:
     return path
 
 
-def _friendly(error: dict[str, Any], model: Any = None) -> str:
+def _friendly(error: ErrorDetails, model: Any = None) -> str:
     kind = error.get("type", "")
     if kind == "extra_forbidden":
         loc = [part for part in error.get("loc", ()) if isinstance(part, str | int)]

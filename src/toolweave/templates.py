@@ -54,8 +54,9 @@ from jinja2 import (
 )
 from jinja2 import TemplateSyntaxError as _JinjaSyntaxError
 from jinja2.compiler import CodeGenerator, Frame
+from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context, Macro
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from toolweave.errors import ToolweaveError
 from toolweave.secrets import TAINTED, SecretValues
@@ -516,7 +517,8 @@ def _indent(text: Any, width: int | str = 4, first: bool = False, blank: bool = 
 def _join(eval_ctx: Any, value: Iterable[Any], d: str = "", attribute: str | int | None = None) -> str:
     items = list(value)
     _too_long(sum(len(str(item)) for item in items) + len(d) * max(len(items) - 1, 0), "'join'")
-    return filters.do_join(eval_ctx, items, d, attribute)
+    joined: str = filters.do_join(eval_ctx, items, d, attribute)
+    return joined
 
 
 def _replace(eval_ctx: Any, s: Any, old: Any, new: Any, count: int | None = None) -> str:
@@ -544,7 +546,8 @@ def _batch(value: Iterable[Any], linecount: int, fill_with: Any = None) -> Itera
 def _slice(value: Any, slices: int, fill_with: Any = None) -> Iterator[list[Any]]:
     if isinstance(slices, int) and slices > MAX_SEQUENCE:
         raise TemplateLimitError(f"slice into more than {MAX_SEQUENCE} parts is not allowed")
-    return filters.do_slice(value, slices, fill_with)
+    sliced: Iterator[list[Any]] = filters.do_slice(value, slices, fill_with)
+    return sliced
 
 
 _BOUNDED_FILTERS: dict[str, Callable[..., Any]] = {
@@ -671,7 +674,7 @@ class CompiledTemplate:
         if template is None:
             return self._render_text(context)
         try:
-            state = template.new_context(context)
+            state = template.new_context(_as_dict(context))
             for _ in template.root_render_func(state):
                 pass
             value = state.vars[_RESULT]
@@ -692,7 +695,7 @@ class CompiledTemplate:
         parts: list[str] = []
         size = 0
         try:
-            for chunk in template.root_render_func(template.new_context(context)):
+            for chunk in template.root_render_func(template.new_context(_as_dict(context))):
                 size += len(chunk)
                 if size > MAX_RENDERED_CHARS:
                     raise TemplateLimitError(
@@ -885,6 +888,11 @@ def _static(value: Any) -> Callable[[Context_], Any]:
     if isinstance(value, dict | list):
         return lambda _context: copy_json(value)
     return lambda _context: value
+
+
+def _as_dict(context: Context_) -> dict[str, Any]:
+    """The context as Jinja's `new_context` takes it (it copies it anyway); a dict is passed as is."""
+    return context if isinstance(context, dict) else dict(context)
 
 
 def copy_json(value: Any) -> Any:

@@ -47,13 +47,20 @@ class _BoundedLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._open_anchors: set[str] = set()
 
+    def _next_anchor(self) -> str | None:
+        """The anchor of the parser's next event, not consumed (None: it has none); PyYAML's stubs
+        leave `peek_event` untyped."""
+        event: yaml.Event = yaml.parser.Parser.peek_event(self)
+        anchor: str | None = getattr(event, "anchor", None)
+        return anchor
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            anchor = self.peek_event().anchor
+            anchor = self._next_anchor()
             if anchor in self._open_anchors:
                 raise DocumentTooCostly(f"the alias *{anchor} refers to a node that contains it (recursive)")
             return super().compose_node(parent, index)
-        anchor = getattr(self.peek_event(), "anchor", None)
+        anchor = self._next_anchor()
         if anchor is None:
             return super().compose_node(parent, index)
         self._open_anchors.add(anchor)

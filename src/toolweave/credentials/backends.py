@@ -17,7 +17,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import mcp_types as types
 
@@ -54,6 +54,13 @@ LINK_MARGIN = 60.0
 """A link is given again only while it has at least this long (seconds) left to be followed."""
 URL_WAIT = 300.0
 """How long a call whose client accepted a URL elicitation waits for the authorization to complete."""
+
+
+@runtime_checkable
+class GrantViews(Protocol):
+    """A backend that serves each caller with their own grant (an HTTP API's `HttpApiBackend`)."""
+
+    def grant_view(self, token_auth: TokenAuth) -> Backend: ...
 
 
 class OAuthBackends:
@@ -103,7 +110,7 @@ class OAuthBackends:
         storage = GrantStorage(self.store, *owner, config.name)
         if not config.oauth.shared and not await storage.has_grant():
             latest = getattr(self.store, "latest_subject", None)
-            found = await latest(config.name) if latest is not None else None
+            found: Owner | None = await latest(config.name) if latest is not None else None
             if found is not None:
                 owner = found
                 storage = GrantStorage(self.store, *owner, config.name)
@@ -206,10 +213,10 @@ class OAuthBackends:
                 return _WithoutGrant(backend, lambda: self._needs_authorization(config, session, owner))
             server = getattr(backend, "oauth_server", None)
             base_url = getattr(backend, "base_url", None)
-            if server is None or base_url is None:
+            if server is None or base_url is None or not isinstance(backend, GrantViews):
                 return backend  # not loaded (yet): its call says why it is unavailable
             authorizer = NoPerson(self._redirect_uri(config, storage), backend.name)
-            view = backend.grant_view(build_api_auth(config, server, storage, authorizer, base_url))  # type: ignore[attr-defined]
+            view = backend.grant_view(build_api_auth(config, server, storage, authorizer, base_url))
             self._views[key] = view
             return view
 
@@ -239,9 +246,9 @@ class OAuthBackends:
         key = (owner, config.name)
         found = self._links.get(key)
         if found is not None:
-            url, login, started = found
-            if not login.done() and time.monotonic() - started < LOGIN_TTL - LINK_MARGIN:
-                return url, login
+            link, pending, started = found
+            if not pending.done() and time.monotonic() - started < LOGIN_TTL - LINK_MARGIN:
+                return link, pending
             self._links.pop(key, None)
         url, login = await self.start_login(config, owner)
         if url is not None:
@@ -263,7 +270,8 @@ class OAuthBackends:
         task = asyncio.create_task(self._login(config, token_auth, storage, authorizer, owner))
         self._logins.add(task)
         task.add_done_callback(self._logins.discard)
-        await asyncio.wait({task, authorizer.url}, return_when=asyncio.FIRST_COMPLETED)
+        first: set[asyncio.Future[Any]] = {task, authorizer.url}
+        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
         if authorizer.url.done():
             return authorizer.url.result(), task
         task.result()  # raises what the flow raised before any person was needed

@@ -767,6 +767,10 @@ async def revoke(grant: dict[str, Any], client: dict[str, Any] | None) -> bool:
             elif client.get("client_id"):
                 form["client_id"] = client["client_id"]
             with contextlib.suppress(httpx2.HTTPError):
-                answer = await http.post(endpoint, data=form, auth=auth)
+                answer = await (
+                    http.post(endpoint, data=form)
+                    if auth is None
+                    else http.post(endpoint, data=form, auth=auth)
+                )
                 revoked = revoked or answer.status_code == 200
     return revoked

@@ -19,7 +19,7 @@ import asyncio
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -194,7 +194,7 @@ class ProxyAuthority:
             claims=claims,
         )
 
-    def is_mine(self, claims: dict[str, Any]) -> bool:
+    def is_mine(self, claims: Mapping[str, Any]) -> bool:
         return claims.get("iss") == self.issuer and "gid" in claims
 
     # grants

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 import orjson
@@ -109,7 +109,8 @@ def _protected(path: str) -> bool:
 
 
 def bearer_token(scope: Scope) -> str | None:
-    for name, value in scope.get("headers") or ():
+    headers: Iterable[tuple[bytes, bytes]] = scope.get("headers") or ()
+    for name, value in headers:
         if name == b"authorization":
             text = value.decode("latin-1").strip()
             kind, _, token = text.partition(" ")

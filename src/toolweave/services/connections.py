@@ -24,7 +24,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from toolweave.backends.base import Backend
 from toolweave.backends.mcp import MCPBackend
@@ -36,6 +37,13 @@ logger = logging.getLogger("toolweave.connections")
 
 NEGATIVE_SECONDS = 10.0
 _NONE = object()
+
+
+@runtime_checkable
+class ConnectionViews(Protocol):
+    """A backend that lays a tenant's connection over its own client (an HTTP API's `HttpApiBackend`)."""
+
+    def connection_view(self, connection: Mapping[str, str], owner: str) -> Backend: ...
 
 
 class TenantBackends:
@@ -68,9 +76,9 @@ class TenantBackends:
             return own
 
     async def _open(self, shared: Backend, tenant: str | None, headers: dict[str, str]) -> Backend:
-        view = getattr(shared, "connection_view", None)
-        if view is not None:  # an HTTP API: the same client, the tenant's credentials (no session to open)
-            return view(headers, f"the connection of tenant {tenant!r}" if tenant else "the local connection")
+        if isinstance(shared, ConnectionViews):  # an HTTP API: the same client, the tenant's credentials
+            owner = f"the connection of tenant {tenant!r}" if tenant else "the local connection"
+            return shared.connection_view(headers, owner)
         config = shared.config.model_copy(update={"headers": {**shared.config.headers, **headers}})
         own = MCPBackend(config)
         await own.start()

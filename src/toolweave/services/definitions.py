@@ -297,6 +297,7 @@ class DefinitionService:
         async with self._lock:
             current = await self.repo.get(tool_id, tenant)
             definition = merge_patch(current.definition, patch) if patch is not None else None
+            model: BaseModel | None
             if definition is not None:
                 model = await self._validated(definition, current.tenant, exclude_id=current.id)
             elif status == "active" and current.status not in SERVED_STATUSES:

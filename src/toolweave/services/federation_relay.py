@@ -176,7 +176,8 @@ class FederationRelay:
 
     def _remote_namespace(self, gateway: str, item: dict[str, Any]) -> None:
         namespace = item["namespace"]
-        clients = item.get("clients") if isinstance(item.get("clients"), int) else 1
+        announced = item.get("clients")
+        clients = announced if isinstance(announced, int) else 1
         server = self.remote.get((gateway, namespace))
         if server is not None:
             server.seen = time.monotonic()
@@ -260,6 +261,7 @@ class FederationRelay:
         arguments = message.get("args")
         if (
             not isinstance(backend, FederatedBackend)
+            or not isinstance(namespace, str)
             or not isinstance(tool, str)
             or not isinstance(arguments, dict)
         ):

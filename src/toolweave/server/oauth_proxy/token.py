@@ -15,7 +15,7 @@ import binascii
 import dataclasses
 import secrets
 import time
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from authlib.oauth2 import OAuth2Error
@@ -26,7 +26,8 @@ from starlette.responses import JSONResponse, Response
 
 from toolweave.actor import Actor
 from toolweave.identity import TokenRejected
-from toolweave.server.oauth_proxy.clients import authenticate
+from toolweave.identity.proxy import ProxyAuthority
+from toolweave.server.oauth_proxy.clients import Clients, authenticate
 from toolweave.server.oauth_proxy.errors import (
     NO_STORE,
     InvalidClient,
@@ -40,13 +41,26 @@ from toolweave.server.oauth_proxy.errors import (
     fail,
     request_actor,
 )
-from toolweave.store.oauth_proxy import Grant, ProxyClient, Taken
+from toolweave.store.oauth_proxy import Grant, OAuthProxyRepository, ProxyClient, Taken
 
 MAX_FORM_BYTES = 16 * 1024
 
 
+class ProxyParts(Protocol):
+    """What the token endpoint uses of the proxy (`OAuthProxy`, which imports this module)."""
+
+    @property
+    def authority(self) -> ProxyAuthority: ...
+
+    @property
+    def clients(self) -> Clients: ...
+
+    @property
+    def repository(self) -> OAuthProxyRepository: ...
+
+
 class TokenEndpoint:
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: ProxyParts) -> None:
         self.s = server
 
     async def token(self, request: Request) -> Response:
