@@ -44,6 +44,7 @@ from toolweave import tracing
 from toolweave.backends.base import Backend, TokenAuth, logger, unavailable_result
 from toolweave.backends.environment import child_env
 from toolweave.backends.stderr import StderrRelay, backend_secrets
+from toolweave.common_types import ProgressFn
 from toolweave.results import error_result
 from toolweave.wire import relay, sdk_compat
 from toolweave.wire.errors import Redirected, RpcError, Unauthorized
@@ -520,7 +521,7 @@ class MCPBackend(Backend):
         arguments: dict[str, Any],
         *,
         timeout: float | None = None,
-        progress: Callable[[float, float | None, str | None], Any] | None = None,
+        progress: ProgressFn | None = None,
     ) -> types.CallToolResult:
         client = self._client
         if client is None:

@@ -15,13 +15,11 @@ from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
+from toolweave.common_types import ProgressFn
 from toolweave.runs import RunRecord, RunStore, StepRecord
 
 CallFn = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
 """Make an inner call: `await call(reference, arguments)`. Never raises for tool failures."""
-
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-"""Report progress to the client: `(progress, total, message)`. A no-op when it sent no token."""
 
 
 @dataclass(frozen=True, slots=True)

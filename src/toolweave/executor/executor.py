@@ -20,7 +20,8 @@ import mcp_types as types
 
 from toolweave.catalog.catalog import Catalog, Entry
 from toolweave.catalog.search import FIND_TOOLS
-from toolweave.composite.base import ProgressFn, RunContext
+from toolweave.common_types import ProgressFn
+from toolweave.composite.base import RunContext
 from toolweave.executor import approval, batch, recording, search_mode, trace
 from toolweave.executor.admission import Pools, admitted
 from toolweave.executor.errors import InvalidArguments

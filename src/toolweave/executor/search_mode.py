@@ -19,7 +19,7 @@ import mcp_types as types
 from toolweave.catalog.catalog import Catalog
 from toolweave.catalog.search import CALL_TOOL, FIND_TOOLS
 from toolweave.catalog.semantic import SemanticRanker, fuse
-from toolweave.composite.base import ProgressFn
+from toolweave.common_types import ProgressFn
 from toolweave.results import error_result, json_text
 from toolweave.schemas.read import required_of
 

@@ -44,12 +44,12 @@ from mcp.shared.inbound import encode_header_value, mcp_param_headers
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 from toolweave import tracing
+from toolweave.common_types import ProgressFn
 from toolweave.wire import relay
 from toolweave.wire.errors import Redirected, RpcError, Unauthorized
 
 logger = logging.getLogger("toolweave.backends")
 
-ProgressFn = Callable[[float, float | None, str | None], Any]
 NotificationHook = Callable[[str, dict[str, Any]], None]
 """Told of the server's other notifications on a call's stream (list changes, resource updates)."""
 HeaderMap = Mapping[tuple[str, ...], str]

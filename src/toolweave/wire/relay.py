@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Protocol
 
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 
+from toolweave.common_types import ProgressFn
 from toolweave.wire.errors import RelayError
 
 RELAYED_REQUESTS = ("sampling/createMessage", "elicitation/create", "roots/list")
@@ -68,10 +69,6 @@ def client_of_call(channel: ClientChannel | None) -> Iterator[None]:
         yield
     finally:
         _calling.reset(token)
-
-
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-"""Progress on a relayed request, as the client reports it: (progress, total, message)."""
 
 
 def progress_token(params: Mapping[str, Any] | None) -> str | int | None:

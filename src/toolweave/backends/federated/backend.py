@@ -9,7 +9,6 @@ The backend never holds a client's credentials: it only forwards the call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import mcp_types as types
@@ -18,12 +17,11 @@ from pydantic import ValidationError
 from toolweave.backends.base import Backend
 from toolweave.backends.errors import PeerLost
 from toolweave.backends.federated.manifest import Manifest, ToolMeta
+from toolweave.common_types import ProgressFn
 from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
 from toolweave.schemas.validate import compile_validator
 from toolweave.wire.errors import RpcError
-
-ProgressFn = Callable[[float, float | None, str | None], Any]
 
 
 class Server(Protocol):

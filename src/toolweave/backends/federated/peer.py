@@ -23,11 +23,10 @@ from typing import Any, Protocol
 from toolweave import tracing
 from toolweave.backends.errors import PeerLost
 from toolweave.backends.federated import protocol
+from toolweave.common_types import ProgressFn
 from toolweave.wire.errors import RpcError
 
 logger = logging.getLogger("toolweave.federation")
-
-ProgressFn = Callable[[float, float | None, str | None], Any]
 
 
 class Channel(Protocol):
@@ -144,7 +143,7 @@ class FederatedPeer:
         elif "id" in message:
             await self._asked(message["id"], method)
         else:
-            self._notified(method, message.get("params"))
+            await self._notified(method, message.get("params"))
 
     def _answered(self, message: dict[str, Any]) -> None:
         pending = self._pending.get(message["id"]) if isinstance(message["id"], int) else None
@@ -174,7 +173,7 @@ class FederatedPeer:
                 )
             )
 
-    def _notified(self, method: str, params: Any) -> None:
+    async def _notified(self, method: str, params: Any) -> None:
         if method == "notifications/progress" and isinstance(params, dict):
             token = params.get("progressToken")
             pending = self._pending.get(token) if isinstance(token, int) else None
@@ -182,8 +181,8 @@ class FederatedPeer:
             if pending is not None and pending.progress is not None and isinstance(progress, int | float):
                 total = params.get("total")
                 message = params.get("message")
-                try:
-                    pending.progress(
+                try:  # awaited here, so a call's progress reaches its caller in order
+                    await pending.progress(
                         float(progress),
                         float(total) if isinstance(total, int | float) else None,
                         message if isinstance(message, str) else None,

@@ -45,7 +45,8 @@ from typing import Any, Final, Literal
 
 import mcp_types as types
 
-from toolweave.composite.base import ProgressFn, ResolvedTool, RunContext
+from toolweave.common_types import ProgressFn
+from toolweave.composite.base import ResolvedTool, RunContext
 from toolweave.results import META_KEY, text
 from toolweave.runs import StepRecord
 from toolweave.schemas.coerce import coerce

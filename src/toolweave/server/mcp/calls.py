@@ -19,7 +19,8 @@ import mcp_types as types
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolweave.composite.base import ElicitFn, ProgressFn
+from toolweave.common_types import ProgressFn
+from toolweave.composite.base import ElicitFn
 from toolweave.executor import Registry, Session, ToolExecutor
 from toolweave.executor.approval import may_elicit
 from toolweave.executor.policy import lacks_call_scope

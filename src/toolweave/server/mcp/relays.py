@@ -29,10 +29,10 @@ from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave.backends.base import Backend, naming_backend
+from toolweave.common_types import ProgressFn
 from toolweave.server.mcp.elicitation import PendingCall
 from toolweave.wire import sdk_compat
 from toolweave.wire.errors import RelayError
-from toolweave.wire.relay import ProgressFn
 from toolweave.wire.transport import EXCHANGE_OVER
 
 logger = logging.getLogger("toolweave.server")
