@@ -209,7 +209,7 @@ def _resumed_by(running: Running, run_id: str, arguments: dict[str, Any]) -> dic
 
 
 def _resumed_here(config: Any, run_id: str, arguments: dict[str, Any], local: bool) -> dict[str, Any]:
-    from toolweave.executor.resume import ResumeError
+    from toolweave.executor.errors import ResumeError
     from toolweave.results import result_to_dict
     from toolweave.services.offline import resume_offline
     from toolweave.store import StoreError
