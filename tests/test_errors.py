@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
 from collections import defaultdict
+from pathlib import Path
 
 import toolweave
 from toolweave.errors import ToolweaveError
@@ -61,3 +63,32 @@ def test_the_builtin_bases_callers_catch_are_kept() -> None:
     import yaml
 
     assert issubclass(DocumentTooCostly, yaml.YAMLError)
+
+
+def _union_members(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return [*_union_members(node.left), *_union_members(node.right)]
+    return [node]
+
+
+def _head(node: ast.expr) -> str:
+    base = node.value if isinstance(node, ast.Subscript) else node
+    return ast.unparse(base).rsplit(".", 1)[-1]
+
+
+CONTAINERS = {"dict", "list", "tuple", "Mapping", "Sequence", "CallToolResult"}
+NOT_AN_ERROR = {"type_value"}
+"""Where the string is a value too: a JSON Schema `type` is one name or a list of names."""
+
+
+def test_no_function_returns_a_value_or_a_string_meaning_an_error() -> None:
+    """`validated()` returned `dict | str` and its caller tested `type(checked) is str`: a refusal is
+    an exception or an optional reason (`*_problem`), never a string in place of a value."""
+    found = []
+    for path in sorted(Path(toolweave.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+                heads = {_head(member) for member in _union_members(node.returns)}
+                if "str" in heads and heads & CONTAINERS and node.name not in NOT_AN_ERROR:
+                    found.append(f"{path.name}:{node.lineno} {node.name} -> {ast.unparse(node.returns)}")
+    assert found == []
