@@ -155,18 +155,18 @@ async def test_a_client_that_walked_away_is_not_asked(
         url = await serve_gateway(gateway)
         backend = gateway.backends["rs"]
         hanging = await _hang_call(url, stack)
-        await wait_until(lambda: backend._calls_in_flight == 1, what="the first call in flight")
+        await wait_until(lambda: backend.calls.in_flight == 1, what="the first call in flight")
         async with Client(url, mode="legacy", list_roots_callback=roots) as client:
             refused = await client.call_tool("rs__list_roots", {})
             assert refused.is_error and "List roots not supported" in text(refused)
             await hanging.aclose()  # the first client walks away from its call
             await wait_until(lambda: _only_listener_left(gateway), what="the first client gone")
             assert text(await client.call_tool("rs__list_roots", {})) == "file:///work/project"
-        assert backend._calls_in_flight == 1  # the abandoned call still runs
+        assert backend.calls.in_flight == 1  # the abandoned call still runs
 
 
 def _only_listener_left(gateway: Any) -> bool:
-    callers = gateway.backends["rs"]._callers
+    callers = gateway.backends["rs"].requests.callers
     return len(callers) == 1 and not callers[0].can_answer("roots/list")
 
 
@@ -217,11 +217,11 @@ async def test_a_cancelled_call_stops_at_the_backend(
         tag = f"{transport}-{client_mode}"
         async with Client(url, mode=client_mode) as client:
             call = asyncio.create_task(client.call_tool("rs__hang", {"tag": tag}))
-            await wait_until(lambda: backend._calls_in_flight == 1, what="the call in flight")
+            await wait_until(lambda: backend.calls.in_flight == 1, what="the call in flight")
             call.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await call
-            await wait_until(lambda: backend._calls_in_flight == 0, what="the gateway's call cancelled")
+            await wait_until(lambda: backend.calls.in_flight == 0, what="the gateway's call cancelled")
             for _ in range(250):
                 if (await client.call_tool("rs__stopped", {"tag": tag})).structured_content == {
                     "result": True
