@@ -7,21 +7,26 @@ The suite runs this script with the scenario's MCP server URL as the last argume
 authorization servers approve at once, so the "browser" (`BROWSER`, honoured by `toolweave login`)
 is this script again (`--browse URL`): it follows the authorization URL's redirects to toolweave's
 loopback listener, as a person's browser would.
+
+The three commands run in this one interpreter (the `toolweave` command's Typer app, each with its
+own event loop and gateway, reading the grant `login` stored from the database): a `toolweave`
+process spends 1-3 s importing, and this runs for 18 scenarios. A login used by another process is
+tests/credentials/test_oauth_api.py's subject.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
+import traceback
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TOOLWEAVE = Path(sys.executable).parent / "toolweave"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 """The Client ID Metadata Document URL the `auth/basic-cimd` scenario expects."""
 
@@ -116,11 +121,25 @@ def write_config(folder: Path, server_url: str, oauth: dict[str, Any]) -> Path:
     return path
 
 
-def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(TOOLWEAVE), *args], env=env, capture_output=True, text=True, timeout=120)
-    print(f"$ toolweave {' '.join(args)} -> {done.returncode}", file=sys.stderr)
+@dataclass(frozen=True)
+class Done:
+    returncode: int
+    stdout: str
+
+
+def run(*args: str, env: dict[str, str]) -> Done:
+    """`toolweave ARGS` in this interpreter, with `env` as the environment for its duration."""
+    from typer.testing import CliRunner
+
+    from toolweave.cli import app
+
+    unset: dict[str, str | None] = {name: None for name in os.environ if name not in env}
+    done = CliRunner().invoke(app, list(args), env={**unset, **env})
+    print(f"$ toolweave {' '.join(args)} -> {done.exit_code}", file=sys.stderr)
     print(done.stdout[-2000:], done.stderr[-2000:], sep="\n", file=sys.stderr)
-    return done
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        traceback.print_exception(done.exception, file=sys.stderr)
+    return Done(done.exit_code, done.stdout)
 
 
 def main(argv: list[str]) -> int:
