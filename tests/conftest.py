@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,46 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "auto"
         if config.option.dist == "no" and not config.option.distload:
             config.option.dist = "loadscope"
+    if config.option.dist == "loadscope":
+        config.option.loadscopereorder = False  # the order of pytest_collection_modifyitems below
+
+
+COSTLIEST_FIRST = (
+    "test_oauth_client.py",
+    "test_docs_run.py",
+    "test_replicas.py",
+    "test_conformance.py",
+    "test_durable_runs.py",
+    "test_cli_serve_startup.py",
+    "test_cli_serve_workers.py",
+    "test_cli_clients.py",
+    "test_cli_serve_stop.py",
+    "test_oidc.py",
+    "test_cli.py",
+    "test_cli_running.py",
+    "test_cli_running_records.py",
+)
+"""Modules that start real processes (`toolweave`, Node, HAProxy) in most of their tests, costliest
+first: with xdist they are handed out before every other module (CONTRIBUTING.md, "Test suite")."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On xdist workers, order the modules as loadscope should hand them out: COSTLIEST_FIRST, then
+    the rest with the most tests first (xdist's own order). A module is one unit of work, so the
+    last units decide how long one worker runs alone: they should be short ones. (`-n 0` keeps the
+    file order.)"""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {name: index for index, name in enumerate(COSTLIEST_FIRST)}
+    counts = Counter(item.path for item in items)
+    first_seen = {path: index for index, path in reversed(list(enumerate(item.path for item in items)))}
+    items.sort(
+        key=lambda item: (
+            rank.get(item.path.name, len(rank)),
+            -counts[item.path],
+            first_seen[item.path],
+        )
+    )
 
 
 @pytest.fixture(autouse=True)
