@@ -25,7 +25,7 @@ from support.configs import python_backend
 from toolweave.backends.federated import session
 from toolweave.backends.federated.federation import Federation
 from toolweave.config.models import Config
-from toolweave.schemas import validate as schemas
+from toolweave.schemas import check as schemas
 from toolweave.services import definitions
 
 API = "/api/v1"

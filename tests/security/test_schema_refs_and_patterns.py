@@ -21,7 +21,8 @@ from starlette.routing import Route
 from support.api import AppFactory, problems
 from support.configs import python_backend
 from support.serving import serve_asgi
-from toolweave.schemas.validate import ArgumentValidator, compile_validator, schema_error
+from toolweave.schemas.check import schema_error
+from toolweave.schemas.validate import ArgumentValidator, compile_validator
 
 API = "/api/v1"
 SENTINEL = "the-gateway-host-s-private-file"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from toolweave.schemas.validate import schema_error
+from toolweave.schemas.check import schema_error
 from toolweave.templates import copy_json
 
 DEFINITION_KEYS: Final = ("$defs", "definitions")

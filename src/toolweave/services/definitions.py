@@ -34,7 +34,7 @@ from toolweave.composite.kinds import build_composite, parse_composite
 from toolweave.config.models import LimitsConfig
 from toolweave.gateway import Gateway
 from toolweave.problems import Problem
-from toolweave.schemas.validate import off_loop
+from toolweave.schemas.check import off_loop
 from toolweave.services.errors import DefinitionError
 from toolweave.store import CompositeRepository, Conflict, StoredComposite, TenantRepository
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from toolweave.backends.federated.protocol import META_KEY
 from toolweave.fields import BACKEND_NAME_RE, EXPOSED_NAME_RE
 from toolweave.problems import Problem, join_path, problems_from_validation
-from toolweave.schemas.validate import schema_error
+from toolweave.schemas.check import schema_error
 
 MAX_META_CHARS = 200
 MAX_DESCRIPTION_CHARS = 8192

@@ -27,7 +27,7 @@ from toolweave.backends.federated.peer import Channel, FederatedPeer
 from toolweave.config.models import FederationConfig
 from toolweave.problems import Problem
 from toolweave.rates import TokenBucket
-from toolweave.schemas.validate import off_loop
+from toolweave.schemas.check import off_loop
 from toolweave.wire.errors import RpcError
 
 logger = logging.getLogger("toolweave.federation")

@@ -32,8 +32,8 @@ from toolweave.composite.workflow.config import (
     WorkflowDef,
 )
 from toolweave.problems import Problem
+from toolweave.schemas.check import schema_error
 from toolweave.schemas.read import properties_of
-from toolweave.schemas.validate import schema_error
 from toolweave.templates import (
     TemplateError,
     check_syntax,
