@@ -105,6 +105,16 @@ def schema_error(schema: Any) -> jsonschema.SchemaError | None:
     return cast("jsonschema.SchemaError | None", found)
 
 
+def input_schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why a schema cannot be a tool's input schema, or None."""
+    if schema.get("type") != "object":
+        return "an input schema must have type 'object'"
+    error = schema_error(schema)
+    if error is not None:
+        return f"not a valid JSON Schema: {error.message}"
+    return None
+
+
 def _schema_error(schema: Any) -> jsonschema.SchemaError | None:
     if _depth_exceeds(schema, MAX_SCHEMA_DEPTH):
         return jsonschema.SchemaError(f"the schema is nested more than {MAX_SCHEMA_DEPTH} levels deep")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from toolweave.schemas.check import schema_error
 from toolweave.templates import copy_json
 
 DEFINITION_KEYS: Final = ("$defs", "definitions")
@@ -98,13 +97,3 @@ def merge_definitions(
                         (path, f"its schema defines {key}/{name} differently from {owner[(key, name)]}")
                     )
     return {key: value for key, value in merged.items() if value}, problems
-
-
-def input_schema_problem(schema: dict[str, Any]) -> str | None:
-    """Why a schema cannot be a tool's input schema, or None."""
-    if schema.get("type") != "object":
-        return "an input schema must have type 'object'"
-    error = schema_error(schema)
-    if error is not None:
-        return f"not a valid JSON Schema: {error.message}"
-    return None

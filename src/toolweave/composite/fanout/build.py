@@ -35,8 +35,8 @@ from toolweave.composite.fanout.run import OUTPUT_SCHEMA, FanoutComposite, Targe
 from toolweave.composite.targets import resolve_targets
 from toolweave.export.describe import ParamUsage, PartDoc, describe_fanout
 from toolweave.problems import Problem, as_problems
+from toolweave.schemas.check import input_schema_problem
 from toolweave.schemas.read import (
-    input_schema_problem,
     merge_definitions,
     properties_of,
     renamed_property,

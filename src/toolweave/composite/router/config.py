@@ -22,7 +22,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from toolweave.composite.definition import CompositeBase, ToolReference
 from toolweave.fields import StrictModel
 from toolweave.problems import Problem
-from toolweave.schemas.read import input_schema_problem
+from toolweave.schemas.check import input_schema_problem
 from toolweave.templates import check_syntax
 
 STRING_TYPES: Final = ("contains", "equals", "matches", "starts_with", "ends_with")
