@@ -40,7 +40,7 @@ import hashlib
 import logging
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -148,6 +148,41 @@ def import_redis() -> Any:
             "pip install 'toolweave[redis]' (or leave redis_url empty)"
         ) from None
     return aioredis
+
+
+async def follow_channels(
+    redis: Any,
+    channels: Sequence[str],
+    received: Callable[[bytes | str], None],
+    down: Callable[[BaseException], None],
+    subscribed: Callable[[], None] = lambda: None,
+) -> None:
+    """Follow Redis channels until cancelled: each message's data to `received`.
+
+    A lost connection is told to `down` and subscribed again with backoff (0.2 s doubling to
+    5 s); `subscribed` runs after each subscription. The event relay and the federation relay
+    follow their channels through here.
+    """
+    delay = 0.2
+    while True:
+        pubsub = redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(*channels)
+            subscribed()
+            delay = 0.2
+            while True:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
+                if message is not None and message.get("type") == "message":
+                    received(message["data"])
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - Redis went away: reconnect with backoff
+            down(error)
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 5.0)
 
 
 # -- the transports ----------------------------------------------------------------

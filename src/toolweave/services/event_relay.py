@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from toolweave.services.change_feed import feed_identity, import_redis
+from toolweave.services.change_feed import feed_identity, follow_channels, import_redis
 from toolweave.store import Database
 
 logger = logging.getLogger("toolweave.events")
@@ -125,25 +125,7 @@ class EventRelay:
                 self._listeners = max(0, int(heard) - own)
 
     async def _listen(self) -> None:
-        delay = 0.2
-        while True:
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self.channel)
-                delay = 0.2
-                while True:
-                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
-                    if message is not None and message.get("type") == "message":
-                        self._received(message["data"])
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - Redis went away: reconnect with backoff
-                self._down(error)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+        await follow_channels(self._redis, [self.channel], self._received, self._down)
 
     def _received(self, raw: bytes | str) -> None:
         if len(raw) > MAX_MESSAGE_BYTES:

@@ -33,7 +33,7 @@ from toolweave.backends.federated import FederatedBackend, Federation
 from toolweave.backends.federated.manifest import read_manifest
 from toolweave.common_types import str_at
 from toolweave.results import error_result
-from toolweave.services.change_feed import feed_identity, import_redis
+from toolweave.services.change_feed import feed_identity, follow_channels, import_redis
 from toolweave.store import Database
 
 logger = logging.getLogger("toolweave.federation.relay")
@@ -299,30 +299,15 @@ class FederationRelay:
         await asyncio.wait_for(self._redis.publish(channel, orjson.dumps(message)), PUBLISH_SECONDS)
 
     async def _listen(self) -> None:
-        delay = 0.2
-        while True:
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self.registry_channel, self.own_channel)
-                self._subscribed.set()
-                if self._down_logged:
-                    logger.info("federation relay: Redis is back")
-                    self._down_logged = False
-                    self._announce_now.set()
-                delay = 0.2
-                while True:
-                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
-                    if message is not None and message.get("type") == "message":
-                        self._received(message["data"])
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - Redis went away: reconnect with backoff
-                self._down(error)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+        channels = [self.registry_channel, self.own_channel]
+        await follow_channels(self._redis, channels, self._received, self._down, self._subscribed_now)
+
+    def _subscribed_now(self) -> None:
+        self._subscribed.set()
+        if self._down_logged:
+            logger.info("federation relay: Redis is back")
+            self._down_logged = False
+            self._announce_now.set()
 
     def _received(self, raw: bytes | str) -> None:
         try:
