@@ -3,12 +3,13 @@ quiet logging, and the database of a one-shot command."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -134,3 +135,23 @@ def when(value: Any) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone()
     return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def json_object_option(text: str, what: str) -> dict[str, Any]:
+    """A JSON-object argument of a command (`call`'s ARGS_JSON, `runs resume --args`), named `what`
+    in the message; exits 2 when it is not JSON or not an object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        err.print(f"[red]{what} is not valid JSON:[/] {escape(str(error))}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    if not isinstance(value, dict):
+        err.print(f"[red]{what} must be a JSON object[/], got {type(value).__name__}")
+        raise typer.Exit(2)
+    return value
+
+
+def print_call_result(result: dict[str, Any]) -> NoReturn:
+    """Print a CallToolResult as JSON and exit 1 when it is an error (`call`, `runs resume`)."""
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    raise typer.Exit(1 if result.get("isError") else 0)

@@ -17,8 +17,10 @@ from toolweave.cli.common import (
     JsonOption,
     database_url,
     err,
+    json_object_option,
     load_config_or_exit,
     out,
+    print_call_result,
     quiet_logging,
     when,
     with_database,
@@ -167,24 +169,14 @@ def runs_resume(
     """Continue an interrupted run as the same run: completed workflow steps are not run again, and the step
     that was in flight only when its tool is idempotent or the step retries. Prints the result as `call`
     does; exits 1 when it is an error or the run cannot be resumed, 2 on malformed --args."""
-    arguments: dict[str, Any] = {}
-    if args is not None:
-        try:
-            arguments = json.loads(args)
-        except json.JSONDecodeError as error:
-            err.print(f"[red]--args is not valid JSON:[/] {escape(str(error))}", soft_wrap=True)
-            raise typer.Exit(2) from None
-        if not isinstance(arguments, dict):
-            err.print(f"[red]--args must be a JSON object[/], got {type(arguments).__name__}")
-            raise typer.Exit(2)
+    arguments = json_object_option(args, "--args") if args is not None else {}
     running = find_gateway(config, url, local)
     result = (
         _resumed_by(running, run_id, arguments)
         if running is not None
         else _resumed_here(config, run_id, arguments, local)
     )
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    raise typer.Exit(1 if result.get("isError") else 0)
+    print_call_result(result)
 
 
 def _cannot_resume(message: str, problems: list[tuple[str, str]]) -> NoReturn:

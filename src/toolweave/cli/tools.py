@@ -11,7 +11,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolweave.cli.common import ConfigOption, JsonOption, err, load_config_or_exit, out, quiet_logging
+from toolweave.cli.common import (
+    ConfigOption,
+    JsonOption,
+    err,
+    json_object_option,
+    load_config_or_exit,
+    out,
+    print_call_result,
+    quiet_logging,
+)
 from toolweave.cli.oauth import grants_of
 from toolweave.cli.running import (
     GatewayError,
@@ -89,22 +98,14 @@ def call(
     local: LocalOption = False,
 ) -> None:
     """Call a tool and print the CallToolResult as JSON; exit 1 when it is an error."""
-    try:
-        arguments = json.loads(args_json)
-    except json.JSONDecodeError as error:
-        err.print(f"[red]ARGS_JSON is not valid JSON:[/] {escape(str(error))}", soft_wrap=True)
-        raise typer.Exit(2) from None
-    if not isinstance(arguments, dict):
-        err.print(f"[red]ARGS_JSON must be a JSON object[/], got {type(arguments).__name__}")
-        raise typer.Exit(2)
+    arguments = json_object_option(args_json, "ARGS_JSON")
     running = find_gateway(config, url, local)
     result = (
         _called_by(running, name, arguments)
         if running is not None
         else _called_here(config, name, arguments, local)
     )
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    raise typer.Exit(1 if result.get("isError") else 0)
+    print_call_result(result)
 
 
 def _called_by(running: Running, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
