@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 
 from toolweave.composite.base import ElicitOutcome
 from toolweave.composite.errors import ElicitUnavailable
+from toolweave.server.mcp.context import HandlerContext
 
 _INPUT_REQUEST: TypeAdapter[Any] = TypeAdapter(types.InputRequest)
 PENDING_TTL = 600.0
@@ -30,7 +31,7 @@ MAX_UNSENT_PROGRESS = 1000
 """Progress notifications kept for a call while the client is answering its questions."""
 
 
-def client_capabilities(ctx: Any) -> types.ClientCapabilities | None:
+def client_capabilities(ctx: HandlerContext) -> types.ClientCapabilities | None:
     """What the client of `ctx` declared (its handshake, or a 2026-07-28 request's envelope)."""
     try:
         declared: types.ClientCapabilities | None = ctx.session.client_capabilities
@@ -39,12 +40,14 @@ def client_capabilities(ctx: Any) -> types.ClientCapabilities | None:
         return None
 
 
-def client_can_elicit(ctx: Any) -> bool:
+def client_can_elicit(ctx: HandlerContext) -> bool:
     capabilities = client_capabilities(ctx)
     return bool(capabilities is not None and capabilities.elicitation is not None)
 
 
-def legacy_elicit(ctx: Any) -> Callable[[str, dict[str, Any], float | None], Awaitable[ElicitOutcome]]:
+def legacy_elicit(
+    ctx: HandlerContext,
+) -> Callable[[str, dict[str, Any], float | None], Awaitable[ElicitOutcome]]:
     """An ElicitFn that sends `elicitation/create` on a handshake-era connection."""
 
     async def elicit(message: str, schema: dict[str, Any], timeout: float | None) -> ElicitOutcome:

@@ -41,6 +41,7 @@ from toolweave.backends.base import naming_backend
 from toolweave.executor import Session
 from toolweave.gateway import Gateway
 from toolweave.server.mcp.calls import CallLane
+from toolweave.server.mcp.context import HandlerContext
 from toolweave.server.mcp.elicitation import (
     InputBroker,
     client_can_elicit,
@@ -189,7 +190,7 @@ class MCPFront:
 
     # -- sessions ------------------------------------------------------------
 
-    def _session(self, ctx: Any) -> Session:
+    def _session(self, ctx: HandlerContext) -> Session:
         request = getattr(ctx, "request", None)
         return self._session_of_scope(getattr(request, "scope", None))
 
@@ -202,7 +203,7 @@ class MCPFront:
         return found if found is not None else self.default_session
 
     @staticmethod
-    def _connection_of(ctx: Any) -> Any:
+    def _connection_of(ctx: HandlerContext) -> Any:
         """The handshake-era connection (a session whose pools live as long as it does), else None.
 
         On 2026-07-28 every request is self-contained (the SDK builds a new `Connection`
@@ -213,7 +214,7 @@ class MCPFront:
             return None
         return sdk_compat.connection_of(ctx.session)
 
-    def _remember_legacy(self, ctx: Any) -> None:
+    def _remember_legacy(self, ctx: HandlerContext) -> None:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return
         connection = sdk_compat.connection_of(ctx.session)
@@ -279,7 +280,7 @@ class MCPFront:
                 return connection
         return None
 
-    async def _opened(self, ctx: Any, result: Any) -> None:
+    async def _opened(self, ctx: HandlerContext, result: Any) -> None:
         """`initialize` answered: the session's record, so any replica can serve it."""
         connection = sdk_compat.connection_of(ctx.session)
         session_id = getattr(connection, "session_id", None)
@@ -304,14 +305,16 @@ class MCPFront:
         self._announcements.add(task)
         task.add_done_callback(self._announcements.discard)
 
-    def _touch_found(self, ctx: Any, name: str) -> None:
+    def _touch_found(self, ctx: HandlerContext, name: str) -> None:
         """A call of a listed found tool makes it the session's most recently used."""
         if self._found:
             found = self._found.get(self._connection_of(ctx))
             if found is not None:
                 found.touch(name)
 
-    def _with_found(self, ctx: Any, tenant: str | None, tools: list[types.Tool]) -> list[types.Tool]:
+    def _with_found(
+        self, ctx: HandlerContext, tenant: str | None, tools: list[types.Tool]
+    ) -> list[types.Tool]:
         """`tools` plus the found tools this connection lists (`[search] list_found`)."""
         found = self._found.get(self._connection_of(ctx)) if self._found else None
         if not found:
@@ -321,7 +324,7 @@ class MCPFront:
     # -- tools -----------------------------------------------------------------
 
     async def _list_tools(
-        self, ctx: Any, params: types.PaginatedRequestParams | None
+        self, ctx: HandlerContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._remember_legacy(ctx)
         session = self._session(ctx)
@@ -331,7 +334,7 @@ class MCPFront:
         return types.ListToolsResult(tools=self._with_found(ctx, session.tenant, tools))
 
     async def _call_tool(
-        self, ctx: Any, params: types.CallToolRequestParams
+        self, ctx: HandlerContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         self._remember_legacy(ctx)  # a client that calls without listing first still hears of changes
         base = self._session(ctx)
@@ -340,7 +343,7 @@ class MCPFront:
             return await self._call_tool_as(ctx, base, params)
 
     async def _call_tool_as(
-        self, ctx: Any, base: Session, params: types.CallToolRequestParams
+        self, ctx: HandlerContext, base: Session, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         progress = _progress_fn(ctx)
         arguments = params.arguments or {}
@@ -364,7 +367,7 @@ class MCPFront:
 
     # -- the fast path ---------------------------------------------------------
 
-    async def _fast_path(self, ctx: Any, call_next: Any) -> Any:
+    async def _fast_path(self, ctx: HandlerContext, call_next: Any) -> Any:
         """`Server.middleware`: `tools/list` and plain `tools/call` answered with wire dicts.
 
         A middleware that returns without `call_next` is trusted as-is by the SDK (no
@@ -395,14 +398,14 @@ class MCPFront:
         if self.gateway.first_connections_pending():
             await self.gateway.wait_for_first_connections()
 
-    def _ready(self, ctx: Any) -> bool:
+    def _ready(self, ctx: HandlerContext) -> bool:
         """Past the handshake (the SDK's init gate), or a 2026-07-28 request (born ready)."""
         if ctx.request_id is None:
             return False
         connection = sdk_compat.connection_of(ctx.session)
         return connection is not None and connection.initialize_accepted
 
-    def _plain_call(self, ctx: Any) -> tuple[Session, str, dict[str, Any]] | None:
+    def _plain_call(self, ctx: HandlerContext) -> tuple[Session, str, dict[str, Any]] | None:
         """(session, name, arguments) of a `tools/call` the fast path takes, else None (the SDK handler)."""
         if not self._ready(ctx):
             return None
@@ -412,7 +415,9 @@ class MCPFront:
         )
         return (session, *found) if found is not None else None
 
-    async def _fast_call(self, ctx: Any, call: tuple[Session, str, dict[str, Any]]) -> dict[str, Any]:
+    async def _fast_call(
+        self, ctx: HandlerContext, call: tuple[Session, str, dict[str, Any]]
+    ) -> dict[str, Any]:
         self._remember_legacy(ctx)
         version = ctx.protocol_version
         legacy = version not in MODERN_PROTOCOL_VERSIONS
@@ -430,12 +435,12 @@ class MCPFront:
                 progress=_progress_fn(ctx),
             )
 
-    def _plain_list(self, ctx: Any) -> bool:
+    def _plain_list(self, ctx: HandlerContext) -> bool:
         return (
             plain_list_params(ctx.params) and "tools/list" not in self.server.cache_hints and self._ready(ctx)
         )
 
-    def _listing(self, ctx: Any) -> dict[str, Any]:
+    def _listing(self, ctx: HandlerContext) -> dict[str, Any]:
         tenant = self._session(ctx).tenant
         found = self._found.get(self._connection_of(ctx)) if self._found else None
         if found:
@@ -520,16 +525,18 @@ class MCPFront:
 
     # -- resources and prompts -------------------------------------------------
 
-    async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+    async def _list_resources(self, ctx: HandlerContext, params: Any) -> types.ListResourcesResult:
         require_scope(self._session(ctx), "resources/list")
         return types.ListResourcesResult(resources=[r for r, _ in self.gateway.resources().values()])
 
-    async def _list_resource_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    async def _list_resource_templates(
+        self, ctx: HandlerContext, params: Any
+    ) -> types.ListResourceTemplatesResult:
         require_scope(self._session(ctx), "resources/templates/list")
         return types.ListResourceTemplatesResult(resource_templates=self.gateway.resource_templates())
 
     async def _read_resource(
-        self, ctx: Any, params: types.ReadResourceRequestParams
+        self, ctx: HandlerContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         require_scope(self._session(ctx), "resources/read")
         uri = str(params.uri)
@@ -544,11 +551,13 @@ class MCPFront:
         except Exception as error:
             raise MCPError(code=-32603, message=naming_backend(backend.name, error)) from error
 
-    async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+    async def _list_prompts(self, ctx: HandlerContext, params: Any) -> types.ListPromptsResult:
         require_scope(self._session(ctx), "prompts/list")
         return types.ListPromptsResult(prompts=[p for p, _, _ in self.gateway.prompts().values()])
 
-    async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def _get_prompt(
+        self, ctx: HandlerContext, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
         require_scope(self._session(ctx), "prompts/get")
         found = self.gateway.prompts().get(params.name)
         if found is None:
@@ -575,7 +584,7 @@ class MCPFront:
             await self.broker.close()
 
 
-def _progress_fn(ctx: Any) -> Any:
+def _progress_fn(ctx: HandlerContext) -> Any:
     meta = ctx.meta or {}
     token = meta.get("progressToken") if isinstance(meta, dict) else getattr(meta, "progress_token", None)
     if token is None and isinstance(meta, dict):

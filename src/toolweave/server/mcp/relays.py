@@ -30,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolweave.backends.base import Backend, naming_backend
 from toolweave.common_types import ProgressFn
+from toolweave.server.mcp.context import HandlerContext
 from toolweave.server.mcp.elicitation import PendingCall
 from toolweave.wire import sdk_compat
 from toolweave.wire.errors import RelayError
@@ -57,7 +58,7 @@ class CallerChannel:
 
     __slots__ = ("_ctx", "_pending", "_relays")
 
-    def __init__(self, ctx: Any, relays: Relays, *, pending: PendingCall | None = None) -> None:
+    def __init__(self, ctx: HandlerContext, relays: Relays, *, pending: PendingCall | None = None) -> None:
         self._ctx = ctx
         self._relays = relays
         self._pending = pending
@@ -89,8 +90,9 @@ class CallerChannel:
             "elicitation/create"
         ):
             return False
-        elicitation = self._ctx.session.client_capabilities.elicitation
-        return getattr(elicitation, "url", None) is not None
+        declared = self._ctx.session.client_capabilities
+        elicitation = declared.elicitation if declared is not None else None
+        return elicitation is not None and elicitation.url is not None
 
     def gone(self) -> bool:
         """Whether the client's HTTP exchange for this call has ended (it walked away; `wire.transport.ExchangeEnd`)."""
@@ -179,12 +181,12 @@ class Relays:
 
     # -- logging -------------------------------------------------------------------
 
-    def wants(self, ctx: Any, level: str) -> bool:
+    def wants(self, ctx: HandlerContext, level: str) -> bool:
         """Whether the client of `ctx` asked for messages at `level` (all, until it sets a level)."""
         minimum = self._levels.get(_connection(ctx))
         return minimum is None or LEVELS.index(level) >= minimum
 
-    async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    async def set_level(self, ctx: HandlerContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
         """Served whatever the backends declare: the gateway filters the messages it passes on itself."""
         connection = _connection(ctx)
         if connection is not None:
@@ -268,7 +270,9 @@ class Relays:
 
     # -- completion -----------------------------------------------------------------
 
-    async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    async def complete(
+        self, ctx: HandlerContext, params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
         wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         wire.pop("_meta", None)
         ref = params.ref
@@ -299,7 +303,9 @@ class Relays:
         found = self.gateway.resources().get(uri)
         return found[1] if found else self.gateway.backend_for_template(uri)
 
-    async def subscribe(self, ctx: Any, params: Any, *, subscribe: bool = True) -> types.EmptyResult:
+    async def subscribe(
+        self, ctx: HandlerContext, params: Any, *, subscribe: bool = True
+    ) -> types.EmptyResult:
         uri = str(params.uri)
         backend = self._backend_of(uri)
         if backend is None:
@@ -357,5 +363,5 @@ def _offers(backend: Backend, feature: str) -> TypeGuard[McpFeatures]:
     return isinstance(backend, McpFeatures) and backend.offers(feature)
 
 
-def _connection(ctx: Any) -> Any:
+def _connection(ctx: HandlerContext) -> Any:
     return sdk_compat.connection_of(ctx.session)
