@@ -22,6 +22,7 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from toolweave.backends.base import Backend
+from toolweave.config.models import BackendConfig
 from toolweave.results import error_result, json_text, text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -200,7 +201,7 @@ def import_beside(name: str, base_dir: Path | None) -> Any:
 class PythonBackend(Backend):
     """Functions of an importable module, called in-process (no serialisation hop)."""
 
-    def __init__(self, config, *, base_dir: Path | None = None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, config: BackendConfig, *, base_dir: Path | None = None) -> None:
         super().__init__(config)
         self._specs: dict[str, ToolSpec] = {}
         self.base_dir = base_dir

@@ -46,7 +46,8 @@ class InFlight:
 
     def note_run(self, run_id: str) -> None:
         """The call of the current task has a run record (said when it is stopped: it can be resumed)."""
-        call = self._calls.get(asyncio.current_task())  # type: ignore[arg-type]
+        task = asyncio.current_task()
+        call = self._calls.get(task) if task is not None else None
         if call is not None and call.run_id is None:
             call.run_id = run_id
 

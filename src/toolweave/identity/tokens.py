@@ -29,6 +29,7 @@ from joserfc.errors import (
     MissingClaimError,
 )
 
+from toolweave.common_types import str_at
 from toolweave.config.auth import IssuerConfig
 from toolweave.identity.claims import Identity, identity_from
 from toolweave.identity.errors import IssuerUnavailable, TokenRejected
@@ -95,7 +96,7 @@ class TokenVerifier:
         if self.proxy is not None and self.proxy.is_mine(claims):
             kid = header.get("kid")
             return await self.proxy.verify(token, kid if isinstance(kid, str) else None, self.for_gateway)
-        issuer = self.issuers.get(claims.get("iss"))  # type: ignore[arg-type]
+        issuer = self.issuers.get(str_at(claims, "iss", ""))
         if issuer is None:
             raise TokenRejected(
                 f"the token's issuer {_shown(claims.get('iss'))} is not one this gateway trusts"

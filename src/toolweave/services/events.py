@@ -73,8 +73,8 @@ class EventStream:
     ) -> None:
         """The call observer's part (`tenant`, `subject`: the caller's): must stay cheap and never raise."""
         try:
-            relayed = self.relay is not None and self.relay.wanted()
-            if not self.subscribers and not relayed and not logger.isEnabledFor(logging.INFO):
+            relay = self.relay if self.relay is not None and self.relay.wanted() else None
+            if not self.subscribers and relay is None and not logger.isEnabledFor(logging.INFO):
                 return
             event = tool_result_event(entry, result, seconds, tenant, subject=subject)
             if logger.isEnabledFor(logging.INFO):
@@ -88,8 +88,8 @@ class EventStream:
                     extra={"event": event},
                 )
             self.deliver(event)
-            if relayed:
-                self.relay.send(event)  # type: ignore[union-attr]
+            if relay is not None:
+                relay.send(event)
         except Exception:
             logger.debug("tracing a call failed", exc_info=True)
 

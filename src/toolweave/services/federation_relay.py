@@ -281,7 +281,7 @@ class FederationRelay:
         )
 
     def _result_arrived(self, message: dict[str, Any]) -> None:
-        future = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
+        future = self._waiting.get(str_at(message, "id", ""))
         result = message.get("result")
         if future is not None and not future.done() and isinstance(result, dict):
             future.set_result(result)
@@ -327,7 +327,7 @@ class FederationRelay:
         elif kind == "result":
             self._result_arrived(message)
         elif kind == "cancel":
-            task = self._running.get(message.get("id"))  # type: ignore[arg-type]
+            task = self._running.get(str_at(message, "id", ""))
             if task is not None:
                 task.cancel()
 

@@ -15,6 +15,7 @@ from toolweave.executor import Session
 from toolweave.server.api.deps import READ, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.services.errors import StreamsBusy
+from toolweave.services.events import Subscriber
 from toolweave.services.runtime import ServerRuntime
 
 router = APIRouter(tags=["events"])
@@ -44,9 +45,9 @@ async def follow_events(
     )
 
 
-async def _stream(rt: ServerRuntime, subscriber: object) -> AsyncIterator[bytes]:
+async def _stream(rt: ServerRuntime, subscriber: Subscriber) -> AsyncIterator[bytes]:
     yield b": following tool_result events\n\n"
-    async for event in rt.events.follow(subscriber):  # type: ignore[arg-type]
+    async for event in rt.events.follow(subscriber):
         if event is None:
             yield b": keepalive\n\n"
         else:

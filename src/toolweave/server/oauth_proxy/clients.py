@@ -17,6 +17,7 @@ import asyncio
 import ipaddress
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -121,7 +122,7 @@ def client_metadata(document: Any) -> dict[str, Any]:
 class Clients:
     """Registered and metadata-document clients, in the shared database."""
 
-    def __init__(self, config: ProxyConfig, repository: Any) -> None:
+    def __init__(self, config: ProxyConfig, repository: Callable[[], OAuthProxyRepository]) -> None:
         self.config = config
         self._repository = repository
         self._http = httpx.AsyncClient(follow_redirects=False)
@@ -129,7 +130,7 @@ class Clients:
 
     @property
     def repository(self) -> OAuthProxyRepository:
-        return self._repository()  # type: ignore[no-any-return]
+        return self._repository()
 
     async def register(self, document: Any, actor: Actor | None = None) -> dict[str, Any]:
         """RFC 7591: a new client; the answer (with its secret, shown once, for a confidential one)."""

@@ -23,7 +23,7 @@ import httpx
 import orjson
 from starlette.responses import RedirectResponse, Response
 
-from toolweave.identity import Identity, Issuer, IssuerUnavailable, TokenRejected
+from toolweave.identity import Identity, Issuer, IssuerUnavailable, TokenRejected, TokenVerifier
 from toolweave.identity.fetch import fetch_json
 from toolweave.server.ui.app import PageContext, UiApp
 from toolweave.server.ui.pages import safe_next
@@ -36,7 +36,7 @@ MAX_COOKIE = 2048
 
 
 class SingleSignOn:
-    def __init__(self, ui: UiApp, tokens: Any, public_url: str) -> None:
+    def __init__(self, ui: UiApp, tokens: TokenVerifier, public_url: str) -> None:
         self.ui = ui
         self.tokens = tokens
         """The gateway's `TokenVerifier` (None: no issuers)."""
@@ -135,7 +135,7 @@ class SingleSignOn:
         identity = await self.tokens.verify(token)
         if identity.issuer != config.issuer:
             raise TokenRejected("the access token is another issuer's")
-        return identity  # type: ignore[no-any-return]
+        return identity
 
     def _failed(self, ctx: PageContext, reason: str) -> Response:
         return self.ui.render(ctx, "login.html", http_status=401, next="/", error=f"Not logged in: {reason}")
