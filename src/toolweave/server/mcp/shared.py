@@ -37,12 +37,15 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from toolweave.server.mcp.events import RedisEvents, SessionEvents
 from toolweave.wire import sdk_compat
+
+if TYPE_CHECKING:
+    from toolweave.executor import Session
 
 logger = logging.getLogger("toolweave.server")
 
@@ -323,11 +326,26 @@ class SessionSharing:
             )
 
 
+class SharingFront(Protocol):
+    """What shared sessions use of an MCP front (`front.MCPFront`, which is handed this endpoint as
+    its `sharing`)."""
+
+    sharing: Any
+
+    def session_of_scope(self, scope: Any) -> Session: ...
+
+    def connection_of_session(self, session_id: str) -> Any: ...
+
+    async def restore(self, connection: Any, tenant: str | None, state: dict[str, Any]) -> None: ...
+
+
 class SharedEndpoint:
     """ASGI wrapper of one MCP endpoint (`/mcp`, a virtual server's): adopts sessions other replicas
     opened, relays clients' answers to server requests, and ends copies of deleted sessions."""
 
-    def __init__(self, app: Any, *, path: str, manager: Any, front: Any, sharing: SessionSharing) -> None:
+    def __init__(
+        self, app: Any, *, path: str, manager: Any, front: SharingFront, sharing: SessionSharing
+    ) -> None:
         self.app = app
         self.path = path
         self.manager = manager
@@ -572,7 +590,7 @@ class SharedEndpoint:
         self.sharing.unregister(self)
 
 
-def principal_of(scope: Mapping[str, Any], front: Any) -> Principal:
+def principal_of(scope: Mapping[str, Any], front: SharingFront) -> Principal:
     session = front.session_of_scope(scope)
     return (session.tenant or "", session.label)
 
