@@ -41,6 +41,7 @@ from toolweave.backends.mcp.listing import Listings
 from toolweave.backends.mcp.requests import ServerRequests
 from toolweave.backends.stderr import StderrRelay, backend_secrets
 from toolweave.common_types import ProgressFn
+from toolweave.config.models import BackendConfig
 from toolweave.results import error_result
 from toolweave.wire import sdk_compat
 from toolweave.wire.http_caller import HttpToolCaller
@@ -57,7 +58,9 @@ class MCPBackend(Backend):
 
     asks_clients = True
 
-    def __init__(self, config, *, errlog: Any = None, token_auth: TokenAuth | None = None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, config: BackendConfig, *, errlog: Any = None, token_auth: TokenAuth | None = None
+    ) -> None:
         super().__init__(config)
         self.token_auth = token_auth
         """`[backends.oauth]`: the token flow of this connection (its user's or the shared grant's)."""
@@ -170,7 +173,11 @@ class MCPBackend(Backend):
         return f"{message}; its stderr ended with: {' | '.join(lines)}" if lines else message
 
     def _needs_person(self) -> bool:
-        return self.token_auth is not None and self.token_auth.required is not None
+        return self._person_needed() is not None
+
+    def _person_needed(self) -> str | None:
+        """What a person must do before this OAuth backend can be used (None: nothing)."""
+        return self.token_auth.required if self.token_auth is not None else None
 
     async def _wait_for_authorization(self) -> None:
         """An OAuth backend nobody has authorized (or whose grant was revoked): no retry loop, which
@@ -407,8 +414,8 @@ class MCPBackend(Backend):
     ) -> types.CallToolResult:
         client = self._client
         if client is None:
-            if self._needs_person():
-                return error_result(f"backend {self.name!r}: {self.token_auth.required}")  # type: ignore[union-attr]
+            if (needed := self._person_needed()) is not None:
+                return error_result(f"backend {self.name!r}: {needed}")
             return unavailable_result(self.name, self.status, self.last_error)
         limit = timeout if timeout is not None else self.config.timeout
         try:
@@ -420,16 +427,16 @@ class MCPBackend(Backend):
                 "try again, or with a smaller request"
             )
         except MCPError as error:
-            if self._needs_person():
-                return error_result(f"backend {self.name!r}: {self.token_auth.required}")  # type: ignore[union-attr]
+            if (needed := self._person_needed()) is not None:
+                return error_result(f"backend {self.name!r}: {needed}")
             if is_connection_error(error):
                 return self._connection_lost(error)
             return error_result(f"backend {self.name!r} rejected the call to {name!r}: {error}")
         except (OSError, EOFError) as error:
             return self._connection_lost(error)
         except Exception as error:  # noqa: BLE001 - garbage from a backend must not end the session
-            if self._needs_person():
-                return error_result(f"backend {self.name!r}: {self.token_auth.required}")  # type: ignore[union-attr]
+            if (needed := self._person_needed()) is not None:
+                return error_result(f"backend {self.name!r}: {needed}")
             return error_result(
                 f"backend {self.name!r} returned an invalid answer for {name!r}: {brief(error)}"
             )
