@@ -42,7 +42,7 @@ from toolweave.executor import (
 from toolweave.executor.call_rates import CallRates, MemoryCallRates
 from toolweave.executor.in_flight import CallInFlight
 from toolweave.runs import MemoryRunStore, RunStore
-from toolweave.servers import VirtualServers
+from toolweave.servers import VirtualServers, template_backend
 from toolweave.tracing import CallTracer
 
 if TYPE_CHECKING:
@@ -358,11 +358,7 @@ class Gateway:
 
     def backend_for_template(self, uri: str) -> Backend | None:
         """The backend whose resource template's fixed prefix matches `uri`."""
-        for template, backend in self._templates:
-            prefix = str(template.uri_template).split("{", 1)[0]
-            if prefix and uri.startswith(prefix):
-                return backend
-        return None
+        return template_backend(self._templates, uri)
 
     def prompts(self) -> dict[str, tuple[types.Prompt, Backend, str]]:
         return self._prompts

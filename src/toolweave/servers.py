@@ -60,6 +60,16 @@ class ServedGateway(Protocol):
     def prompts(self) -> dict[str, tuple[types.Prompt, Backend, str]]: ...
 
 
+def template_backend(templates: list[tuple[types.ResourceTemplate, Backend]], uri: str) -> Backend | None:
+    """The backend whose resource template's fixed prefix (up to its first `{`) starts `uri`: where
+    a `resources/read` of a templated URI goes, for the gateway and a virtual server alike."""
+    for template, backend in templates:
+        prefix = str(template.uri_template).split("{", 1)[0]
+        if prefix and uri.startswith(prefix):
+            return backend
+    return None
+
+
 class VirtualServer:
     """One virtual server: its definition, its current view and who listens for its changes."""
 
@@ -132,11 +142,7 @@ class VirtualServer:
         return [template for template, _ in self._templates]
 
     def backend_for_template(self, uri: str) -> Backend | None:
-        for template, backend in self._templates:
-            prefix = str(template.uri_template).split("{", 1)[0]
-            if prefix and uri.startswith(prefix):
-                return backend
-        return None
+        return template_backend(self._templates, uri)
 
     def prompts(self) -> dict[str, tuple[types.Prompt, Backend, str]]:
         return self._prompts
