@@ -26,10 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
 from toolweave.actor import Actor
 from toolweave.catalog.catalog import Catalog, Entry
+from toolweave.composite.definition import CompositeBase
 from toolweave.composite.kinds import build_composite, parse_composite
 from toolweave.config.models import LimitsConfig
 from toolweave.gateway import Gateway
@@ -48,7 +47,7 @@ USER_STATUSES = ("draft", "active", "disabled")
 @dataclass(slots=True)
 class _Known:
     stored: StoredComposite
-    model: BaseModel | None = None
+    model: CompositeBase | None = None
     parse_problems: list[str] = field(default_factory=list)
 
 
@@ -73,7 +72,7 @@ def _status_change(wanted: str | None, current: str) -> str | None:
     return wanted
 
 
-def parse_definition(definition: Any, path: str = "definition") -> tuple[BaseModel | None, list[Problem]]:
+def parse_definition(definition: Any, path: str = "definition") -> tuple[CompositeBase | None, list[Problem]]:
     problems: list[Problem] = []
     model = parse_composite(definition, path, problems)
     return (model if not problems else None), problems
@@ -142,8 +141,8 @@ class DefinitionService:
         self.gateway.set_definitions(self._served())
         await self._record_verdicts()
 
-    def _served(self) -> dict[str, tuple[str | None, BaseModel]]:
-        served: dict[str, tuple[str | None, BaseModel]] = {}
+    def _served(self) -> dict[str, tuple[str | None, CompositeBase]]:
+        served: dict[str, tuple[str | None, CompositeBase]] = {}
         for known in self._serving():
             if known.model is not None:
                 served[known.stored.name] = (known.stored.tenant, known.model)
@@ -251,7 +250,7 @@ class DefinitionService:
     def known(self, tool_id: str) -> _Known | None:
         return self._known.get(tool_id)
 
-    def file_definition(self, name: str) -> BaseModel | None:
+    def file_definition(self, name: str) -> CompositeBase | None:
         return next((d for d in self.gateway.config.composite_tools if d.name == name), None)
 
     def served_entry(self, row: StoredComposite) -> Entry | None:
@@ -297,7 +296,7 @@ class DefinitionService:
         async with self._lock:
             current = await self.repo.get(tool_id, tenant)
             definition = merge_patch(current.definition, patch) if patch is not None else None
-            model: BaseModel | None
+            model: CompositeBase | None
             if definition is not None:
                 model = await self._validated(definition, current.tenant, exclude_id=current.id)
             elif status == "active" and current.status not in SERVED_STATUSES:
@@ -346,7 +345,9 @@ class DefinitionService:
 
     # -- validation --------------------------------------------------------
 
-    async def _validated(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
+    async def _validated(
+        self, definition: Any, tenant: str | None, *, exclude_id: str | None
+    ) -> CompositeBase:
         """`_validate`, but a definition refused while backends are still on their first connection
         attempt is checked again once they have finished it (at most gateway.startup_timeout): right
         after start-up the tools it names may simply not be listed yet."""
@@ -359,10 +360,10 @@ class DefinitionService:
         await self.gateway.wait_for_first_connections()
         return self._buildable(model, tenant, exclude_id=exclude_id)
 
-    def _validate(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
+    def _validate(self, definition: Any, tenant: str | None, *, exclude_id: str | None) -> CompositeBase:
         return self._buildable(self._model_of(definition), tenant, exclude_id=exclude_id)
 
-    def _model_of(self, definition: Any) -> BaseModel:
+    def _model_of(self, definition: Any) -> CompositeBase:
         """The definition's model, or `DefinitionError`: everything that depends on the definition alone
         (its size, its shape, its schemas), so it may run off the event loop (`schemas.off_loop`)."""
         too_big = size_problems(definition, self.gateway.config.limits)
@@ -377,9 +378,11 @@ class DefinitionService:
             )
         return model
 
-    def _buildable(self, model: BaseModel, tenant: str | None, *, exclude_id: str | None) -> BaseModel:
+    def _buildable(
+        self, model: CompositeBase, tenant: str | None, *, exclude_id: str | None
+    ) -> CompositeBase:
         """`model`, once its name is free for `tenant` and it builds against the current catalog."""
-        self.check_name(model.name, tenant, exclude_id=exclude_id)  # type: ignore[attr-defined]
+        self.check_name(model.name, tenant, exclude_id=exclude_id)
         problems = self.trial_problems(model, tenant, exclude_id=exclude_id)
         if problems:
             raise DefinitionError(
@@ -447,11 +450,11 @@ class DefinitionService:
             )
 
     def trial_problems(
-        self, model: BaseModel, tenant: str | None, *, exclude_id: str | None
+        self, model: CompositeBase, tenant: str | None, *, exclude_id: str | None
     ) -> list[Problem]:
         """Build a catalog with this definition (of `tenant`) added, or replacing its old version: its
         problems, if any. Built as the gateway builds it: each API definition sees what its tenant sees."""
-        name = model.name  # type: ignore[attr-defined]
+        name = model.name
         others = [
             known
             for tool_id, known in self._known.items()
@@ -479,7 +482,7 @@ class DefinitionService:
         model, problems = parse_definition(definition)
         return self.build_entry(model, tenant) if model is not None and not problems else None
 
-    def build_entry(self, model: BaseModel, tenant: str | None) -> Entry | None:
+    def build_entry(self, model: CompositeBase, tenant: str | None) -> Entry | None:
         """Build one API definition of `tenant` against what it sees of the current catalog, without
         serving it; None when it does not build."""
         catalog = self.gateway.catalog

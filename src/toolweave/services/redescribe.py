@@ -8,9 +8,8 @@ a new version through the definition service, so it is validated like any other 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from toolweave.actor import Actor
+from toolweave.composite.definition import CompositeBase
 from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
 from toolweave.problems import Problem
 from toolweave.services import llm
@@ -20,7 +19,7 @@ from toolweave.store import StoredComposite
 
 
 async def regenerate(
-    service: DefinitionService, found: StoredComposite | BaseModel, *, use_llm: bool
+    service: DefinitionService, found: StoredComposite | CompositeBase, *, use_llm: bool
 ) -> llm.Rewritten:
     """The new description of `found` (a stored composite, or the config file's model); saves nothing.
     DefinitionError 422 when the stored definition is invalid, 409 when it cannot be built now."""
@@ -30,7 +29,7 @@ async def regenerate(
             raise DefinitionError(422, "invalid_definition", "the stored definition is invalid", problems)
         tenant, name, errors = found.tenant, found.name, list(found.validation_errors or ())
     else:
-        model, tenant, name = found, None, found.name  # type: ignore[attr-defined]
+        model, tenant, name = found, None, found.name
         errors = [str(p) for p in service.gateway.catalog.degraded.get(name, [])]
     description: str = getattr(model, "description", "") or ""
     draft_model = model.model_copy(update={"description": llm.opening_of(description)})

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Response
-from pydantic import BaseModel
 
 from toolweave.actor import Actor
+from toolweave.composite.definition import CompositeBase
 from toolweave.composite.workflow.toolhive import TOOLHIVE_KIND
 from toolweave.executor import Session
 from toolweave.export import export_tool
@@ -41,7 +41,9 @@ IdPath = Annotated[str, Path(max_length=200, description="The composite tool's i
 Format = Literal["mcp", "openai", "openai-responses", "anthropic", "langchain", "universal"]
 
 
-async def _find(service: DefinitionService, tool_id: str, tenant: str | None) -> StoredComposite | BaseModel:
+async def _find(
+    service: DefinitionService, tool_id: str, tenant: str | None
+) -> StoredComposite | CompositeBase:
     """The stored composite visible to the tenant, else the file's composite of that name, else 404."""
     try:
         return await service.repo.get(tool_id, tenant)
@@ -65,7 +67,7 @@ async def _writable(service: DefinitionService, tool_id: str, tenant: str | None
 
 
 def _detail(
-    service: DefinitionService, found: StoredComposite | BaseModel, caller: Session
+    service: DefinitionService, found: StoredComposite | CompositeBase, caller: Session
 ) -> CompositeDetail:
     if isinstance(found, StoredComposite):
         return present.stored_detail(service, found, caller)
@@ -266,9 +268,9 @@ async def export(
         entry = service.served_entry(found) or service.trial_entry(found.definition, found.tenant)
         problems = list(found.validation_errors or ())
     else:
-        entry = service.gateway.catalog.get(found.name)  # type: ignore[attr-defined]
+        entry = service.gateway.catalog.get(found.name)
         entry = entry if entry is not None and entry.composite is not None else None
-        problems = [str(p) for p in service.gateway.catalog.degraded.get(found.name, [])]  # type: ignore[attr-defined]
+        problems = [str(p) for p in service.gateway.catalog.degraded.get(found.name, [])]
     if entry is None:
         raise ApiError(
             409,

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
-from pydantic import BaseModel
 
 from toolweave.catalog.catalog import Entry
+from toolweave.composite.definition import CompositeBase
 from toolweave.executor import Session
 from toolweave.export import export_tool
 from toolweave.gateway import Gateway
@@ -79,15 +79,15 @@ def stored_detail(service: DefinitionService, row: StoredComposite, caller: Sess
     )
 
 
-def file_detail(gateway: Gateway, model: BaseModel, caller: Session) -> CompositeDetail:
-    name: str = model.name  # type: ignore[attr-defined]
+def file_detail(gateway: Gateway, model: CompositeBase, caller: Session) -> CompositeDetail:
+    name: str = model.name
     entry = gateway.catalog.get(name)
     served = entry is not None and entry.composite is not None and entry.owner is None
     problems = [str(problem) for problem in gateway.catalog.degraded.get(name, [])]
     return CompositeDetail(
         id=name,
         name=name,
-        kind=model.kind,  # type: ignore[attr-defined]
+        kind=model.kind,
         status="active" if served else "degraded",
         source="file",
         readOnly=True,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
 from starlette.responses import RedirectResponse, Response
 
+from toolweave.composite.definition import CompositeBase
 from toolweave.server.ui.app import PageContext, UiApp
 from toolweave.services import redescribe
 from toolweave.services.errors import DefinitionError
@@ -26,7 +26,7 @@ class DescribePages:
     def __init__(self, ui: UiApp) -> None:
         self.ui = ui
 
-    async def _found(self, ctx: PageContext, name: str) -> StoredComposite | BaseModel | None:
+    async def _found(self, ctx: PageContext, name: str) -> StoredComposite | CompositeBase | None:
         service = ctx.runtime.definitions
         if service is None:
             return None
