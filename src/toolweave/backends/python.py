@@ -74,50 +74,43 @@ def tool(
     """Mark a function as a tool of an in-process backend (`python = "my.module"`)."""
 
     def mark(fn: F) -> F:
-        spec = tool_spec(
-            fn,
-            name=name,
-            description=description,
-            read_only=read_only,
-            destructive=destructive,
-            idempotent=idempotent,
-            open_world=open_world,
-            title=title,
-        )
-        setattr(fn, _MARK, spec)
+        annotations = tool_annotations(read_only, destructive, idempotent, open_world, title)
+        setattr(fn, _MARK, tool_spec(fn, name, description, annotations))
         return fn
 
     return mark(function) if function is not None else mark
 
 
+def tool_annotations(
+    read_only: bool | None,
+    destructive: bool | None,
+    idempotent: bool | None,
+    open_world: bool | None,
+    title: str | None,
+) -> types.ToolAnnotations | None:
+    """A decorator's hints as MCP annotations; None when it gave none."""
+    if all(hint is None for hint in (read_only, destructive, idempotent, open_world, title)):
+        return None
+    return types.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+
+
 def tool_spec(
     fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    open_world: bool | None = None,
-    title: str | None = None,
+    name: str | None,
+    description: str | None,
+    annotations: types.ToolAnnotations | None,
 ) -> ToolSpec:
-    """What a decorated function is as a tool: name, description and parameter docs from its
-    docstring, input schema from its type hints, MCP annotations from the hints given.
+    """What a decorated function is as a tool: name (else the function's), description (else
+    its docstring's summary), parameter docs from the docstring, input schema from the type hints.
 
     The one reading of a function as a tool, for `@tool` and the federated `@federated_tool` alike.
     """
-    hints = (read_only, destructive, idempotent, open_world, title)
-    annotations = (
-        types.ToolAnnotations(
-            title=title,
-            read_only_hint=read_only,
-            destructive_hint=destructive,
-            idempotent_hint=idempotent,
-            open_world_hint=open_world,
-        )
-        if any(h is not None for h in hints)
-        else None
-    )
     summary, param_docs = _parse_docstring(inspect.getdoc(fn) or "")
     return ToolSpec(
         name=name or fn.__name__,

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from toolweave.backends.errors import FederationRefused
 from toolweave.backends.federated import protocol
-from toolweave.backends.python import ToolSpec, to_result, tool_spec
+from toolweave.backends.python import ToolSpec, to_result, tool_annotations, tool_spec
 from toolweave.results import error_result
 
 logger = logging.getLogger("toolweave.federation.client")
@@ -72,16 +72,8 @@ def federated_tool(
     """Mark a function as a federated tool; it runs in the process that serves it with `FederatedClient`."""
 
     def mark(fn: F) -> F:
-        spec = tool_spec(
-            fn,
-            name=name,
-            description=description,
-            read_only=read_only,
-            destructive=destructive,
-            idempotent=idempotent,
-            open_world=open_world,
-            title=title,
-        )
+        annotations = tool_annotations(read_only, destructive, idempotent, open_world, title)
+        spec = tool_spec(fn, name, description, annotations)
         module = "" if fn.__module__ == "__main__" else f"{fn.__module__}."
         setattr(fn, _MARK, FederatedToolSpec(spec, toolkit, module + fn.__qualname__))
         return fn
