@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 
@@ -22,12 +22,14 @@ from toolweave.store import ApiKeyInfo, StoredComposite
 def ai_tool(gateway: Gateway, entry: Entry, caller: Session, stored: StoredComposite | None) -> AiTool:
     tool = entry.tool
     composite = entry.composite is not None
-    source = "backend" if not composite else ("api" if stored is not None else "file")
+    source: Literal["backend", "file", "api"] = (
+        "backend" if not composite else ("api" if stored is not None else "file")
+    )
     return AiTool(
         name=entry.name,
         type="composite" if composite else "simple",
         kind=entry.kind,  # type: ignore[arg-type]
-        source=source,  # type: ignore[arg-type]
+        source=source,
         status=stored.status if stored is not None else "active",  # type: ignore[arg-type]
         id=stored.id if stored is not None else None,
         title=tool.title,
