@@ -24,21 +24,13 @@ from toolweave.cli.common import (
     with_database,
 )
 from toolweave.cli.running import (
-    DATABASE_HERE,
     LocalOption,
-    Running,
     UrlOption,
-    find_gateway,
-    said_which,
-    through_gateway,
+    gateway_for,
+    gateway_or_here,
 )
 
 keys_app = typer.Typer(help="API keys: create (shown once), list, revoke.", no_args_is_help=True)
-
-
-def _gateway(config: Any, database: str | None, url: str | None, local: bool) -> Running | None:
-    """`--database` names a database to use directly; otherwise the running gateway, if any."""
-    return None if database else find_gateway(config, url, local)
 
 
 @keys_app.command("create")
@@ -60,12 +52,12 @@ def keys_create(
     """Create a key and print it ONCE (only its hash is stored). The key alone goes to stdout."""
     wanted = [scope.strip() for scope in scopes.split(",") if scope.strip()]
     body = {"tenant": tenant, "scopes": wanted, "name": name}
-    running = _gateway(config, database, url, local)
-    created = through_gateway(running, lambda r: r.post("/api/v1/keys", body)) if running else None
-    if created is None:
-        if running is None:
-            said_which(None, local, DATABASE_HERE)
-        created = _created_here(database_url(config, database), tenant, wanted, name)
+    created = gateway_or_here(
+        gateway_for(config, database, url, local),
+        local,
+        lambda r: r.post("/api/v1/keys", body),
+        lambda: _created_here(database_url(config, database), tenant, wanted, name),
+    )
     info = created["key"]
     err.print(
         f"created key [bold]{info['id']}[/] ({info['prefix']}…) for tenant [bold]{escape(info['tenant'])}[/] "
@@ -97,15 +89,13 @@ def keys_list(
     local: LocalOption = False,
 ) -> None:
     """Every key (never the key itself): id, tenant, name, prefix, scopes, last use, revocation."""
-    running = _gateway(config, database, url, local)
     query = {"tenant": tenant} if tenant else None
-    answer = through_gateway(running, lambda r: r.get("/api/v1/keys", query)) if running else None
-    if answer is None:
-        if running is None:
-            said_which(None, local, DATABASE_HERE)
-        keys = _listed_here(database_url(config, database), tenant)
-    else:
-        keys = answer["keys"]
+    keys: list[dict[str, Any]] = gateway_or_here(
+        gateway_for(config, database, url, local),
+        local,
+        lambda r: r.get("/api/v1/keys", query)["keys"],
+        lambda: _listed_here(database_url(config, database), tenant),
+    )
     if as_json:
         print(json.dumps(keys, indent=2))
         return
@@ -147,14 +137,13 @@ def keys_revoke(
     from urllib.parse import quote
 
     path = f"/api/v1/keys/{quote(key_id, safe='')}/revoke"
-    running = _gateway(config, database, url, local)
-    revoked: dict[str, Any] | None = (
-        through_gateway(running, lambda r: r.post(path, {}), not_found={}) if running else None
+    revoked: dict[str, Any] = gateway_or_here(
+        gateway_for(config, database, url, local),
+        local,
+        lambda r: r.post(path, {}),
+        lambda: _revoked_here(config, database, key_id),
+        not_found={},
     )
-    if revoked is None:
-        if running is None:
-            said_which(None, local, DATABASE_HERE)
-        revoked = _revoked_here(config, database, key_id)
     if not revoked:
         err.print(f"[red]no API key {escape(key_id)!r}[/]")
         raise typer.Exit(1)

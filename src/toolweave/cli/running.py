@@ -250,3 +250,28 @@ def through_gateway(
         soft_wrap=True,
     )
     return None
+
+
+def gateway_for(
+    config_path: Path | None, database: str | None, url: str | None, local: bool
+) -> Running | None:
+    """`--database` names a database to use directly; otherwise the running gateway, if any."""
+    return None if database else find_gateway(config_path, url, local)
+
+
+def gateway_or_here(
+    running: Running | None,
+    local: bool,
+    request: Callable[[Running], T],
+    here: Callable[[], T],
+    not_found: T | None = None,
+) -> T:
+    """What the running gateway answers to `request` (`not_found` for a 404, if given); else (no
+    gateway, or one that needs a key this process lacks) `here()` on the database, saying so.
+    The one way `keys` and `runs` choose between a served gateway and the database."""
+    answer = through_gateway(running, request, not_found) if running is not None else None
+    if answer is None:
+        if running is None:
+            said_which(None, local, DATABASE_HERE)
+        answer = here()
+    return answer

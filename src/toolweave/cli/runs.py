@@ -26,24 +26,19 @@ from toolweave.cli.common import (
     with_database,
 )
 from toolweave.cli.running import (
-    DATABASE_HERE,
     GatewayError,
     LocalOption,
     Running,
     UrlOption,
     fail,
     find_gateway,
+    gateway_for,
+    gateway_or_here,
     said_which,
-    through_gateway,
 )
 from toolweave.runs import MAX_LISTED
 
 runs_app = typer.Typer(help="Run records of composite (and recorded direct) calls.")
-
-
-def _gateway(config: Any, database: str | None, url: str | None, local: bool) -> Running | None:
-    """`--database` names a database to use directly; otherwise the running gateway, if any."""
-    return None if database else find_gateway(config, url, local)
 
 
 def _run_dict(record: Any) -> dict[str, Any]:
@@ -74,14 +69,12 @@ def runs_list(
     if ctx.invoked_subcommand is not None:
         return
     query = {k: v for k, v in {"tool": tool, "status": status, "tenant": tenant, "limit": limit}.items() if v}
-    running = _gateway(config, database, url, local)
-    answer = through_gateway(running, lambda r: r.get("/api/v1/runs", query)) if running else None
-    if answer is None:
-        if running is None:
-            said_which(None, local, DATABASE_HERE)
-        records = _listed_here(database_url(config, database), tenant, tool, status, limit)
-    else:
-        records = answer["runs"]
+    records: list[dict[str, Any]] = gateway_or_here(
+        gateway_for(config, database, url, local),
+        local,
+        lambda r: r.get("/api/v1/runs", query)["runs"],
+        lambda: _listed_here(database_url(config, database), tenant, tool, status, limit),
+    )
     if as_json:
         print(json.dumps(records, indent=2))
         return
@@ -126,14 +119,13 @@ def runs_show(
     from urllib.parse import quote
 
     path = f"/api/v1/runs/{quote(run_id, safe='')}"
-    running = _gateway(config, database, url, local)
-    shown: dict[str, Any] | None = (
-        through_gateway(running, lambda r: r.get(path), not_found={}) if running else None
+    shown: dict[str, Any] = gateway_or_here(
+        gateway_for(config, database, url, local),
+        local,
+        lambda r: r.get(path),
+        lambda: _shown_here(database_url(config, database), run_id),
+        not_found={},
     )
-    if shown is None:
-        if running is None:
-            said_which(None, local, DATABASE_HERE)
-        shown = _shown_here(database_url(config, database), run_id)
     if not shown:
         err.print(f"[red]no run {escape(run_id)!r}[/]")
         raise typer.Exit(1)
