@@ -4,7 +4,8 @@ Side by side in one run, each variant in its own process, in interleaved rounds 
 
 - `local`: this tree, sessions in the process only (no `redis_url`);
 - `shared`: this tree, sessions and their SSE events in Redis (`server/mcp/shared.py`, `events.py`);
-- `before`: another toolweave tree (`--before`, e.g. a `git worktree` of an older commit), shared.
+- `before`: another toolweave tree (`--before`, e.g. a `git worktree` of an older commit), shared;
+- `postgres` (`--postgres URL`): this tree, sessions shared through PostgreSQL (`shared_db.py`), no Redis.
 
 Each process serves one gateway (the in-process `bench/pyecho.py` tool) under uvicorn on loopback,
 opens one 2025-11-25 session and calls `py__echo` on it over HTTP with an httpx client in the same
@@ -56,8 +57,17 @@ async def _measure(redis_url: str | None, calls: int) -> dict[str, float]:
     )
     assert cfg is not None
     async with Gateway(cfg) as gateway:
-        sharing = None
-        if redis_url is not None:
+        sharing: Any = None
+        db: Any = None
+        schema = f"tw_bench_sessions_{uuid.uuid4().hex[:10]}"
+        if redis_url is not None and redis_url.startswith("postgresql"):
+            from toolweave.server.mcp.shared_db import DatabaseSessionSharing
+            from toolweave.store import Database
+
+            db = Database.from_url(f"{redis_url}{'&' if '?' in redis_url else '?'}schema={schema}")
+            await db.start()
+            sharing = DatabaseSessionSharing(db, idle_seconds=600)
+        elif redis_url is not None:
             from toolweave.server.mcp.shared import SessionSharing
 
             namespace = f"toolweave:bench-sessions:{uuid.uuid4().hex[:10]}"
@@ -76,6 +86,12 @@ async def _measure(redis_url: str | None, calls: int) -> dict[str, float]:
         finally:
             server.should_exit = True
             await serving
+            if db is not None:
+                from sqlalchemy import text
+
+                async with db.write() as conn:
+                    await conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+                await db.close()
 
 
 async def _calls(http: Any, url: str, calls: int) -> dict[str, float]:
@@ -150,8 +166,13 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--postgres", help="also `postgres`: this tree, sessions shared through PostgreSQL (no Redis)"
+    )
     args = parser.parse_args()
     variants: list[tuple[str, Path, str | None]] = [("local", ROOT, None), ("shared", ROOT, args.redis)]
+    if args.postgres:
+        variants.append(("postgres", ROOT, args.postgres))
     if args.before is not None:
         variants.append(("before", args.before.resolve(), args.redis))
     seen: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in variants}
