@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -32,6 +34,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """Spread the run over every core (pytest-xdist, `-n auto --dist loadscope`: a module and its
     module fixtures stay on one worker) unless told otherwise: `-n N` (`-n 0`: in this process),
     `-p no:xdist`, `--pdb`. Here rather than in addopts so a venv without xdist still runs."""
+    _write_bytecode()
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
         return
     if config.option.numprocesses is None and not config.option.usepdb:
@@ -42,10 +45,20 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.loadscopereorder = False  # the order of pytest_collection_modifyitems below
 
 
+def _write_bytecode() -> None:
+    """Let this run (its workers and every process they start) write `.pyc` files even where
+    `PYTHONDONTWRITEBYTECODE` is set (container images often set it): the suite starts many `toolweave`
+    processes, each compiling the ~300 modules of src/ again without them (0.2-0.4 s CPU
+    each), and each worker rewrites the asserts of every test module again (~8 s CPU)."""
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
 COSTLIEST_FIRST = (
     "test_oauth_client.py",
     "test_docs_run.py",
     "test_replicas.py",
+    "test_api_fuzz.py",
     "test_conformance.py",
     "test_durable_runs.py",
     "test_cli_serve_startup.py",
@@ -56,9 +69,11 @@ COSTLIEST_FIRST = (
     "test_cli.py",
     "test_cli_running.py",
     "test_cli_running_records.py",
+    "test_server_stdio.py",
 )
-"""Modules that start real processes (`toolweave`, Node, HAProxy) in most of their tests, costliest
-first: with xdist they are handed out before every other module (CONTRIBUTING.md, "Test suite")."""
+"""Modules that start real processes (`toolweave`, Node, HAProxy) in most of their tests, or fuzz
+(`test_api_fuzz.py`), costliest first: with xdist they are handed out before every other module
+(CONTRIBUTING.md, "Test suite")."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
