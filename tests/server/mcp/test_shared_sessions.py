@@ -17,6 +17,7 @@ import httpx
 import orjson
 import pytest
 from mcp_types import JSONRPCNotification, JSONRPCResponse
+from sqlalchemy import text
 
 from support.api import AppFactory, database_url, drop_schema
 from support.configs import python_backend
@@ -419,4 +420,27 @@ async def test_served_gateways_on_postgresql_without_redis_share_sessions(
             assert "id: " not in answer.text  # no event store: nothing to resume from
     finally:
         await factory.close_all()
+        await drop_schema(url.split("?")[0], schema or "")
+
+
+@pytest.mark.postgres
+async def test_expired_session_rows_are_swept_when_a_session_opens(tmp_path: Path) -> None:
+    """The local operator's sessions (auth off) are counted by no tenant, so `held` never removes
+    them: opening a session removes every expired row (at most once a minute per gateway)."""
+    url, schema = database_url("postgres", tmp_path)
+    try:
+        async with Database.from_url(url) as db:
+            sharing = DatabaseSessionSharing(db, idle_seconds=60)
+            record = {"path": "/mcp", "tenant": "", "label": "mcp", "version": "2025-11-25", "client": b"{}"}
+            assert await sharing.save("old", record)
+            sharing.idle = -1  # written already expired
+            assert await sharing.save("older", record)
+            sharing.idle = 60
+            assert await sharing.load("older") is None
+            sharing._swept = float("-inf")
+            assert await sharing.save("new", record)
+            async with db.read() as conn:
+                left = (await conn.execute(text("SELECT id FROM mcp_sessions ORDER BY id"))).scalars().all()
+            assert left == ["new", "old"]
+    finally:
         await drop_schema(url.split("?")[0], schema or "")

@@ -38,6 +38,8 @@ logger = logging.getLogger("toolweave.server")
 DB_SECONDS = 10.0
 """A statement that takes longer is given up (the database is down or stuck); longer than Redis's
 2 s: a loaded PostgreSQL's commit can take seconds, and giving up loses the session's sharing."""
+SWEEP_SECONDS = 60.0
+"""Expired session rows are removed at most this often per gateway."""
 MAX_NOTIFY_BYTES = 7900
 """PostgreSQL refuses NOTIFY payloads of 8000 bytes and more."""
 HEALTH_SECONDS = 15.0
@@ -59,6 +61,7 @@ class DatabaseSessionSharing(SessionSharing):
         self.db = db
         self.channel = self.namespace
         self.events = None
+        self._swept = -SWEEP_SECONDS
 
     @property
     def redis(self) -> Any:
@@ -80,6 +83,7 @@ class DatabaseSessionSharing(SessionSharing):
         try:
             async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
                 if "path" in values:
+                    await self._sweep(conn)
                     values.setdefault("tenant", "")
                     values.setdefault("label", "")
                     upsert = insert(mcp_sessions).values(id=session_id, **values)
@@ -94,6 +98,15 @@ class DatabaseSessionSharing(SessionSharing):
         self._touched[session_id] = time.monotonic()
         self._down_logged = False
         return True
+
+    async def _sweep(self, conn: Any) -> None:
+        """Remove expired rows, at most every `SWEEP_SECONDS` per gateway (on a session's opening):
+        `held` removes a tenant's, but the local operator's (auth off) are counted by no tenant."""
+        now = time.monotonic()
+        if now - self._swept < SWEEP_SECONDS:
+            return
+        self._swept = now
+        await conn.execute(delete(mcp_sessions).where(mcp_sessions.c.expires_at <= time.time()))
 
     async def load(self, session_id: str) -> dict[str, bytes] | None:
         if not self.available:
