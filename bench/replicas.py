@@ -47,22 +47,29 @@ PROTOCOL = "2026-07-28"
 
 
 def legacy_script(tool: str, session_id: str) -> str:
-    """A 2025-11-25 `tools/call` on the session `session_id` (no `_meta` envelope)."""
-    body = orjson.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": {"text": "hi"}},
-        }
-    ).decode()
+    """A 2025-11-25 `tools/call` on the session `session_id` (no `_meta` envelope), each request with
+    an id of its own (`<thread>-<n>`): the SDK matches a session's answers to its requests by id, so
+    16 requests in flight under one id would not be what any client sends."""
+    params = orjson.dumps({"name": tool, "arguments": {"text": "hi"}}).decode()
     lines = [
         'wrk.method = "POST"',
-        f"wrk.body = {json.dumps(body)}",
         'wrk.headers["content-type"] = "application/json"',
         'wrk.headers["accept"] = "application/json, text/event-stream"',
         'wrk.headers["mcp-protocol-version"] = "2025-11-25"',
         f'wrk.headers["mcp-session-id"] = "{session_id}"',
+        "local threads = 0",
+        "function setup(thread)",
+        "  threads = threads + 1",
+        '  thread:set("tid", threads)',
+        "end",
+        "local n = 0",
+        "function request()",
+        "  n = n + 1",
+        "  local body = string.format("
+        + json.dumps('{"jsonrpc":"2.0","id":"%s-%d","method":"tools/call","params":' + params + "}")
+        + ", tostring(tid), n)",
+        "  return wrk.format(nil, nil, nil, body)",
+        "end",
     ]
     return "\n".join(lines) + "\n"
 
