@@ -59,6 +59,7 @@ COSTLIEST_FIRST = (
     "test_docs_run.py",
     "test_replicas.py",
     "test_api_fuzz.py",
+    "test_types.py",
     "test_conformance.py",
     "test_durable_runs.py",
     "test_cli_serve_startup.py",
@@ -71,8 +72,8 @@ COSTLIEST_FIRST = (
     "test_cli_running_records.py",
     "test_server_stdio.py",
 )
-"""Modules that start real processes (`toolweave`, Node, HAProxy) in most of their tests, or fuzz
-(`test_api_fuzz.py`), costliest first: with xdist they are handed out before every other module
+"""Modules that start real processes (`toolweave`, Node, HAProxy) in most of their tests, fuzz
+(`test_api_fuzz.py`) or run mypy over src/ (`test_types.py`), costliest first: with xdist they are handed out before every other module
 (CONTRIBUTING.md, "Test suite")."""
 
 
