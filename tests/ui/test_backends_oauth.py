@@ -66,6 +66,10 @@ async def test_a_shared_grant_is_connected_by_an_admin_only(browser: Any, tmp_pa
                     f"{server.url}/backends/remote/{action}", form={"csrf": token}
                 )
                 assert refused.status == 403  # and refused by the server
+                unknown = await page.request.post(
+                    f"{server.url}/backends/nosuch/{action}", form={"csrf": token}
+                )
+                assert unknown.status == 404
 
             admin = await (await browser.new_context()).new_page()
             await admin.goto(f"{server.url}/login")

@@ -130,12 +130,7 @@ class _Relay:
         return False
 
     def _registered(self, params: dict[str, Any]) -> None:
-        self.registration = Registration(
-            accepted=bool(params.get("accepted")),
-            namespace=params.get("namespace"),
-            tools=list(params.get("tools") or []),
-            problems=list(params.get("problems") or []),
-        )
+        self.registration = Registration.from_params(params)
         if self.registration.accepted:
             logger.info("federation bridge: registered %s", ", ".join(self.registration.tools))
         else:

@@ -110,6 +110,16 @@ class Registration:
     tools: list[str] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
 
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Registration:
+        """The registration notification's params, as the client and the bridge both read them."""
+        return cls(
+            accepted=bool(params.get("accepted")),
+            namespace=params.get("namespace"),
+            tools=list(params.get("tools") or []),
+            problems=list(params.get("problems") or []),
+        )
+
 
 class ToolServer:
     """Answers the gateway's MCP requests with the manifest's functions (one per connection)."""
@@ -163,12 +173,7 @@ class ToolServer:
             if task is not None:
                 task.cancel()
         elif method == protocol.REGISTRATION:
-            self.registration = Registration(
-                accepted=bool(params.get("accepted")),
-                namespace=params.get("namespace"),
-                tools=list(params.get("tools") or []),
-                problems=list(params.get("problems") or []),
-            )
+            self.registration = Registration.from_params(params)
             if self.registration.accepted:
                 logger.info(
                     "registered %s: %s", self.registration.namespace, ", ".join(self.registration.tools)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from toolweave.executor import Session
-from toolweave.server.api.deps import ADMIN, require, runtime
+from toolweave.server.api.deps import ADMIN, require, runtime, tenant_filter
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import AuditList, AuditRecordOut
 from toolweave.services.runtime import ServerRuntime
@@ -25,21 +25,6 @@ from toolweave.store import ALL_TENANTS, AuditFilter
 from toolweave.store.audit import MAX_LISTED
 
 router = APIRouter(prefix="/audit", tags=["audit"])
-
-GATEWAY_WIDE = "-"
-"""`tenant=-`: only the records of shared and gateway-wide objects (the operator's)."""
-
-
-def _tenant(caller: Session, wanted: str | None) -> Any:
-    if caller.tenant is not None:
-        if wanted is not None and wanted != caller.tenant:
-            raise ApiError(
-                403, "forbidden", f"this API key acts for tenant {caller.tenant!r}, not {wanted!r}"
-            )
-        return caller.tenant
-    if wanted is None:
-        return ALL_TENANTS
-    return None if wanted == GATEWAY_WIDE else wanted
 
 
 def _filter(
@@ -83,7 +68,9 @@ async def list_audit(
     caller: Session = Depends(require(ADMIN)),
     rt: ServerRuntime = Depends(runtime),
 ) -> AuditList:
-    records = await rt.audit.list(_tenant(caller, tenant), where, limit=limit, before=before)
+    records = await rt.audit.list(
+        tenant_filter(caller, tenant, ALL_TENANTS), where, limit=limit, before=before
+    )
     out = [AuditRecordOut(**record.to_dict()) for record in records]
     return AuditList(records=out, next=records[-1].id if len(records) == limit else None)
 
@@ -100,7 +87,7 @@ async def export_audit(
     caller: Session = Depends(require(ADMIN)),
     rt: ServerRuntime = Depends(runtime),
 ) -> StreamingResponse:
-    scope = _tenant(caller, tenant)
+    scope = tenant_filter(caller, tenant, ALL_TENANTS)
 
     async def lines() -> AsyncIterator[bytes]:
         async for record in rt.audit.export(scope, where):

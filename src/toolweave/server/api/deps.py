@@ -7,6 +7,7 @@ only ask "may this caller do X" through `require(scope)`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from fastapi import Request
 
@@ -20,6 +21,26 @@ from toolweave.services.definitions import DefinitionService
 from toolweave.services.runtime import ServerRuntime
 
 READ, CALL, ADMIN = "tools:read", "tools:call", "tools:admin"
+
+OPERATORS_OWN = "-"
+"""`tenant=-` on a tenant filter: only the operator's own (shared, gateway-wide) records."""
+
+Everyone = TypeVar("Everyone")
+
+
+def tenant_filter(caller: Session, wanted: str | None, everyone: Everyone) -> str | Everyone | None:
+    """Whose records a caller may read: a tenant's key, its own tenant's (asking for another is a
+    403); the operator, the tenant asked for, `everyone` (the store's marker) when none was, or
+    None (the operator's own) for `-`."""
+    if caller.tenant is not None:
+        if wanted is not None and wanted != caller.tenant:
+            raise ApiError(
+                403, "forbidden", f"this API key acts for tenant {caller.tenant!r}, not {wanted!r}"
+            )
+        return caller.tenant
+    if wanted is None:
+        return everyone
+    return None if wanted == OPERATORS_OWN else wanted
 
 
 def runtime(request: Request) -> ServerRuntime:

@@ -14,27 +14,13 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 
 from toolweave.executor import Session
-from toolweave.server.api.deps import READ, require, runtime
-from toolweave.server.api.errors import ApiError
+from toolweave.server.api.deps import READ, require, runtime, tenant_filter
 from toolweave.server.api.models import BackendHealth, StatsOut, StatsPoint, ToolHealth
 from toolweave.services.runtime import ServerRuntime
 from toolweave.services.stats import ALL, Report
 from toolweave.store.stats import percentile
 
 router = APIRouter(prefix="/stats", tags=["stats"])
-
-
-def stats_tenant(caller: Session, wanted: str | None) -> str | object | None:
-    """Whose calls a caller may see: its own tenant's; the operator's choice (`-`: its own calls)."""
-    if caller.tenant is not None:
-        if wanted is not None and wanted != caller.tenant:
-            raise ApiError(
-                403, "forbidden", f"this API key acts for tenant {caller.tenant!r}, not {wanted!r}"
-            )
-        return caller.tenant
-    if wanted is None:
-        return ALL
-    return None if wanted == "-" else wanted
 
 
 def _at(epoch: int) -> datetime:
@@ -90,5 +76,5 @@ async def get_stats(
     caller: Session = Depends(require(READ)),
     rt: ServerRuntime = Depends(runtime),
 ) -> StatsOut:
-    report = await rt.stats.report(window, stats_tenant(caller, tenant))
+    report = await rt.stats.report(window, tenant_filter(caller, tenant, ALL))
     return stats_out(report)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import yaml
 from starlette.responses import RedirectResponse, Response
 
+from toolweave.config.models import BackendConfig
+from toolweave.config.oauth import BackendOAuth
+from toolweave.credentials.backends import OAuthBackends
 from toolweave.credentials.oauth import owner_of
 from toolweave.executor.errors import ResumeError
 from toolweave.executor.resume import resume_run
@@ -248,19 +251,28 @@ class Pages:
             return await self.backends(ctx, notice=f"Not reconnected: {error}")
         return await self.backends(ctx, notice=f"Reconnecting {name}…")
 
-    async def connect(self, ctx: PageContext) -> Response:
-        """Connect: start the caller's authorization of an OAuth backend and send the browser there;
-        the backend's authorization server brings it back to `/oauth/callback`."""
-        config, grants = _oauth_backend(ctx)
-        if config is None or grants is None:
+    def _grant_to_change(self, ctx: PageContext) -> _OAuthTarget | Response:
+        """The OAuth backend of the path and its grants, or the page saying why this caller may not
+        change its grant (no such backend; a shared grant is an admin's)."""
+        found = _oauth_backend(ctx)
+        if found is None:
             return self.ui.problem(
                 ctx, 404, "No such backend", "no backend with [backends.oauth] by that name"
             )
-        if config.oauth.shared and not ctx.may(ADMIN):
+        if found.oauth.shared and not ctx.may(ADMIN):
             why = "the shared grant of a backend is an admin's to change"
             return self.ui.problem(ctx, 403, "Not allowed", why)
+        return found
+
+    async def connect(self, ctx: PageContext) -> Response:
+        """Connect: start the caller's authorization of an OAuth backend and send the browser there;
+        the backend's authorization server brings it back to `/oauth/callback`."""
+        found = self._grant_to_change(ctx)
+        if isinstance(found, Response):
+            return found
+        config, oauth, grants = found
         try:
-            url, _login = await grants.start_login(config, owner_of(config.oauth, ctx.caller))
+            url, _login = await grants.start_login(config, owner_of(oauth, ctx.caller))
         except Exception as error:  # noqa: BLE001 - the flow's failure, in words
             return await self.backends(ctx, notice=f"Could not connect {config.name}: {error}")
         if url is None:
@@ -269,14 +281,10 @@ class Pages:
         return await self.backends(ctx, authorize=(config.name, url))
 
     async def disconnect(self, ctx: PageContext) -> Response:
-        config, grants = _oauth_backend(ctx)
-        if config is None or grants is None:
-            return self.ui.problem(
-                ctx, 404, "No such backend", "no backend with [backends.oauth] by that name"
-            )
-        if config.oauth.shared and not ctx.may(ADMIN):
-            why = "the shared grant of a backend is an admin's to change"
-            return self.ui.problem(ctx, 403, "Not allowed", why)
+        found = self._grant_to_change(ctx)
+        if isinstance(found, Response):
+            return found
+        config, _oauth, grants = found
         forgot = await grants.logout(config, ctx.caller)
         if forgot:
             await ctx.runtime.audit.record(
@@ -334,11 +342,20 @@ class Pages:
         return RedirectResponse("/login" if ctx.runtime.require_auth else "/", status_code=303)
 
 
-def _oauth_backend(ctx: PageContext) -> tuple[Any, Any]:
-    """The `[backends.oauth]` backend of the URL and the runtime's grants (None, None: no such backend)."""
+class _OAuthTarget(NamedTuple):
+    config: BackendConfig
+    oauth: BackendOAuth
+    grants: OAuthBackends
+
+
+def _oauth_backend(ctx: PageContext) -> _OAuthTarget | None:
+    """The `[backends.oauth]` backend of the URL with the runtime's grants (None: no such backend)."""
     name = ctx.request.path_params["name"]
-    config = next((b for b in ctx.runtime.config.backends if b.name == name and b.oauth is not None), None)
-    return config, ctx.runtime.grants
+    grants = ctx.runtime.grants
+    for backend in ctx.runtime.config.backends:
+        if backend.name == name and backend.oauth is not None and grants is not None:
+            return _OAuthTarget(backend, backend.oauth, grants)
+    return None
 
 
 async def _accounts(rt: Any, caller: Any) -> dict[str, dict[str, Any]]:
