@@ -364,3 +364,33 @@ async def test_stop_ends_the_subprocess(open_backend: OpenBackend) -> None:
     await wait_until(lambda: not (_children() - before), what="child process gone")
     result = await backend.call_tool("echo", {"text": "x"})
     assert result.is_error and "unavailable (stopped" in text(result)
+
+
+async def test_a_cancelled_supervisor_ends_even_when_the_transport_turns_the_cancel_into_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transport's task group can turn the cancellation of a connecting backend into its own error
+    (an `ExceptionGroup` of the connect failure): the supervisor must still end, not swallow the
+    cancel and retry forever (an event loop shutting down waited on it until a timeout)."""
+    connecting = asyncio.Event()
+
+    async def open_client(self: MCPBackend) -> Any:
+        connecting.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise ConnectionError("connect failed while the task group was cancelled") from None
+
+    monkeypatch.setattr(MCPBackend, "_open_client", open_client)
+    backend = MCPBackend(BackendConfig.model_validate({"name": "remote", "url": "http://127.0.0.1:9/mcp"}))
+    await backend.start()
+    await asyncio.wait_for(connecting.wait(), 10)
+    task = backend._task
+    assert task is not None
+    task.cancel()  # as asyncio.Runner.close cancels what is left, without stop()
+    try:
+        await asyncio.wait({task}, timeout=10)
+        assert task.done(), "the supervisor swallowed its cancellation and went on retrying"
+        assert task.cancelled()
+    finally:
+        await backend.stop()

@@ -132,8 +132,7 @@ class MCPBackend(Backend):
                 await self._connect_and_serve()
                 backoff = INITIAL_BACKOFF
             except asyncio.CancelledError as cancelled:
-                task = asyncio.current_task()
-                if self._stopping or (task is not None and task.cancelling()):
+                if self._stopping or _was_cancelled():
                     raise
                 if self._needs_person():
                     await self._wait_for_authorization()
@@ -145,7 +144,9 @@ class MCPBackend(Backend):
                 message = await self._with_stderr(message)
                 self._set_status("failed" if not self._ready.is_set() else "reconnecting", message)
                 logger.warning("backend %s: %s (retrying in %.1fs)", self.name, message, backoff)
-            except BaseException as error:  # noqa: BLE001 - any failure of a backend is a status, not a crash
+            except BaseException as error:
+                if _was_cancelled():  # a transport turned our cancellation into its own error: end
+                    raise asyncio.CancelledError() from error
                 if self._needs_person():
                     await self._wait_for_authorization()
                     backoff = INITIAL_BACKOFF
@@ -484,3 +485,9 @@ def _subprocess_stream(stream: Any) -> Any:
         except (AttributeError, OSError, ValueError):
             continue
     return subprocess.DEVNULL
+
+
+def _was_cancelled() -> bool:
+    """Whether someone cancelled the running task (an expired `asyncio.timeout` uncancels its own)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
