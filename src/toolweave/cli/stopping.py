@@ -16,6 +16,11 @@ recorded `cancelled` and not resumable). Here:
    `interrupted` when the next gateway on this database sees their heartbeat stale).
 
 The app's shutdown (backends, run store, database) always runs, and nothing prints a traceback.
+
+sse-starlette (the MCP SDK's event streams) ends every open stream, the one a call's answer is
+coming on included, within half a second of the first signal, its "graceful drain": the caller got
+"SSE stream ended without a response" while the gateway waited for its call. It is turned off while
+`serve` runs; streams end (`AppStatus.should_exit`) once no call is left in flight.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn
+from sse_starlette.sse import AppStatus
 
 from toolweave.executor.in_flight import CallInFlight
 from toolweave.gateway import Gateway
@@ -55,7 +61,12 @@ class GatewayServer(uvicorn.Server):
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
-        await super().serve(sockets)
+        AppStatus.enable_automatic_graceful_drain = False
+        try:
+            await super().serve(sockets)
+        finally:  # process-wide flags: as they were, for another server in this process
+            AppStatus.should_exit = False
+            AppStatus.enable_automatic_graceful_drain = True
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         """A signal handler (between two bytecodes of the loop's thread): only flags and callbacks."""
@@ -102,6 +113,7 @@ class GatewayServer(uvicorn.Server):
         stream, which ends with the app): stop waiting for it."""
         while self.gateway.calls_in_flight():  # noqa: ASYNC110 - no event says the last call ended
             await asyncio.sleep(POLL)
+        AppStatus.should_exit = True  # sse-starlette ends its streams (within its 0.5 s poll)
         await asyncio.sleep(STREAM_GRACE)
         self.force_exit = True
 
