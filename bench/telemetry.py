@@ -8,10 +8,15 @@ Side by side in one run, each variant in its own process (interleaved rounds, th
 - `on`: this tree, tracing at 100% sampling, exported over OTLP/HTTP to a sink in this process (the
   gateway's export thread, protobuf encoding included, counts in its CPU time).
 
+- `--also LABEL=TREE` (repeatable): another tree's `on` (e.g. a change to the tracing code, a
+  `git worktree` of the commit before it), in the same interleaved rounds.
+
 Each process builds a `Gateway` over the in-process demo notebook (`toolweave.demo.notes`) and a
-fan-out of two of its tools, and measures CPU time (`time.process_time`) per call through the
-executor: a direct call (2 spans when on: the call and its backend call) and the fan-out (5 spans).
-The last line is one JSON object.
+fan-out of two of its tools, and measures CPU time per call through the executor: a direct call
+(2 spans when on: the call and its backend call) and the fan-out (5 spans). Two figures each: the
+whole process (`time.process_time`: the export thread's encoding and posting, and the notebook's
+own thread-pool work, included) and the event loop's thread alone (`time.thread_time` in it: what
+the call's own path pays). The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -73,10 +78,11 @@ async def _measure(variant: str, endpoint: str, calls: int) -> dict[str, float]:
         for name, arguments in ((direct, {"query": "gateway"}), ("both", {"query": "gateway"})):
             for _ in range(max(50, calls // 10)):
                 await gw.call(name, arguments)
-            started = time.process_time()
+            started, started_loop = time.process_time(), time.thread_time()
             for _ in range(calls):
                 result = await gw.call(name, arguments)
                 assert not result.is_error, result
+            figures[name + ":loop"] = (time.thread_time() - started_loop) / calls * 1e6
             figures[name] = (time.process_time() - started) / calls * 1e6
         if tracer is not None:
             tracer.provider.force_flush()
@@ -134,6 +140,13 @@ def _run(tree: Path, variant: str, endpoint: str, calls: int) -> dict[str, float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", type=Path, help="another toolweave tree (its src/ is imported)")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="LABEL=TREE",
+        help="another tree's `on`, side by side (repeatable)",
+    )
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
@@ -141,28 +154,38 @@ def main() -> None:
     variants = [("off", ROOT), ("on", ROOT)]
     if args.before is not None:
         variants.insert(0, ("before", args.before.resolve()))
+    for also in args.also:
+        label, sep, tree = also.partition("=")
+        if not sep or not label or label in ("before", "off", "on"):
+            parser.error(f"--also wants LABEL=TREE with a new label, got {also!r}")
+        variants.append((label, Path(tree).resolve()))
     seen: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
     for _round in range(args.rounds):
         for name, tree in variants:
-            seen[name].append(_run(tree, "on" if name == "on" else "off", sink.url, args.calls))
+            seen[name].append(_run(tree, "off" if name in ("before", "off") else "on", sink.url, args.calls))
     summary: dict[str, Any] = {"calls": args.calls, "rounds": args.rounds}
-    print(f"{'variant':8} {'direct µs/call':>15} {'fan-out µs/call':>16}")
+    columns = (("direct_us", "notes__search"), ("direct_loop_us", "notes__search:loop"))
+    columns += (("fanout_us", "both"), ("fanout_loop_us", "both:loop"))
+    print(f"{'variant':8} {'direct µs/call':>15} {'its loop':>9} {'fan-out µs/call':>16} {'its loop':>9}")
     for name, _tree in variants:
-        direct = statistics.median(r["notes__search"] for r in seen[name])
-        fanout = statistics.median(r["both"] for r in seen[name])
-        summary[name] = {"direct_us": round(direct, 1), "fanout_us": round(fanout, 1)}
-        print(f"{name:8} {direct:15.1f} {fanout:16.1f}")
-    on, off = summary["on"], summary["off"]
-    summary["on_minus_off_us"] = {
-        "direct (2 spans)": round(on["direct_us"] - off["direct_us"], 1),
-        "fanout (5 spans)": round(on["fanout_us"] - off["fanout_us"], 1),
-    }
+        summary[name] = {
+            key: round(statistics.median(r[field] for r in seen[name]), 1) for key, field in columns
+        }
+        print(
+            f"{name:8}"
+            + "".join(
+                f" {summary[name][key]:{w}.1f}" for (key, _), w in zip(columns, (15, 9, 16, 9), strict=True)
+            )
+        )
+    off = summary["off"]
+    for name, _tree in variants:
+        if name not in ("before", "off"):
+            summary[f"{name}_minus_off_us"] = {
+                key: round(summary[name][key] - off[key], 1) for key, _ in columns
+            }
     if "before" in summary:
         before = summary["before"]
-        summary["off_minus_before_us"] = {
-            "direct": round(off["direct_us"] - before["direct_us"], 1),
-            "fanout": round(off["fanout_us"] - before["fanout_us"], 1),
-        }
+        summary["off_minus_before_us"] = {key: round(off[key] - before[key], 1) for key, _ in columns}
     summary["otlp_bytes_received"] = sink.received
     print(json.dumps(summary))
 
