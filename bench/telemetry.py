@@ -8,6 +8,10 @@ Side by side in one run, each variant in its own process (interleaved rounds, th
 - `on`: this tree, tracing at 100% sampling, exported over OTLP/HTTP to a sink in this process (the
   gateway's export thread, protobuf encoding included, counts in its CPU time).
 
+- `--parts`: instead, the pieces of a traced direct call in this process, each the least CPU of
+  many short runs (least disturbed by other processes): its two spans through toolweave's tracer
+  (the event loop's share), the same two spans through OpenTelemetry's SDK alone, and OpenTelemetry's
+  OTLP encoder and exporter (encode and post to the sink) per span (the export thread's share).
 - `--also LABEL=TREE` (repeatable): another tree's `on` (e.g. a change to the tracing code, a
   `git worktree` of the commit before it), in the same interleaved rounds.
 
@@ -91,6 +95,100 @@ async def _measure(variant: str, endpoint: str, calls: int) -> dict[str, float]:
     return figures
 
 
+def _least(run: Any, repeat: int, times: int = 40, between: Any = None) -> float:
+    """The least CPU µs of one `run()` over `times` runs of `repeat` each (this thread); `between()`
+    after each run, untimed."""
+    best = float("inf")
+    for _ in range(times):
+        started = time.thread_time()
+        for _ in range(repeat):
+            run()
+        best = min(best, (time.thread_time() - started) / repeat * 1e6)
+        if between is not None:
+            between()
+    return best
+
+
+def _parts(endpoint: str) -> dict[str, float]:
+    """The pieces of a traced direct call (see the module's docstring), µs."""
+    from types import SimpleNamespace
+
+    import mcp_types as types
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    from toolweave.telemetry import Tracing
+
+    class Kept(SpanExporter):
+        def __init__(self) -> None:
+            self.spans: list[ReadableSpan] = []
+
+        def export(self, spans: Any) -> SpanExportResult:
+            if len(self.spans) < 512:
+                self.spans.extend(spans)
+            return SpanExportResult.SUCCESS
+
+    kept = Kept()
+    chosen = {
+        "url": endpoint,
+        "protocol": "http/protobuf",
+        "headers": {},
+        "ratio": 1.0,
+        "service": "toolweave",
+    }
+    tracing = Tracing(chosen, exporter=kept)
+    backend = type("PythonBackend", (), {"name": "notes"})()
+    entry = SimpleNamespace(name="notes__search", backend=backend, backend_tool="search")
+    session = SimpleNamespace(caller="local", tenant=None)
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="found")])
+
+    def traced() -> None:
+        with tracing.call(entry, session, 0) as span:
+            with tracing.backend(entry):
+                pass
+            span.finish(result)
+
+    tracer = tracing.tracer
+    call_attributes = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "notes__search",
+        "enduser.id": "local",
+    }
+    backend_attributes = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "search",
+        "toolweave.backend": "notes",
+        "toolweave.backend.kind": "python",
+    }
+
+    def sdk_alone() -> None:
+        call = tracer.start_span("tools/call notes__search", attributes=call_attributes)
+        inner = tracer.start_span(
+            "tools/call search", context=trace.set_span_in_context(call), attributes=backend_attributes
+        )
+        inner.end()
+        call.end()
+
+    figures = {
+        "loop_2_spans_toolweave_us": _least(traced, 500),
+        "loop_2_spans_sdk_alone_us": _least(sdk_alone, 500),
+    }
+    tracing.provider.force_flush()
+    spans = kept.spans[:512]
+    exporter = OTLPSpanExporter(endpoint=endpoint + "/v1/traces", timeout=5)
+    figures["encode_per_span_us"] = _least(
+        lambda: encode_spans(spans).SerializePartialToString(), 1, 20
+    ) / len(spans)
+    figures["export_per_span_us"] = _least(lambda: exporter.export(spans), 1, 40) / len(spans)
+    exporter.shutdown()
+    tracing.close()
+    return {name: round(value, 2) for name, value in figures.items()}
+
+
 def _child(argv: list[str]) -> None:
     variant, endpoint, calls = argv[0], argv[1], int(argv[2])
     print(json.dumps(asyncio.run(_measure(variant, endpoint, calls))))
@@ -147,10 +245,14 @@ def main() -> None:
         metavar="LABEL=TREE",
         help="another tree's `on`, side by side (repeatable)",
     )
+    parser.add_argument("--parts", action="store_true", help="the pieces of a traced call, in this process")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     sink = _Sink()
+    if args.parts:
+        print(json.dumps(_parts(sink.url)))
+        return
     variants = [("off", ROOT), ("on", ROOT)]
     if args.before is not None:
         variants.insert(0, ("before", args.before.resolve()))
