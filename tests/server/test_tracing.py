@@ -69,11 +69,14 @@ def _value(value: Any) -> Any:
 class Receiver:
     def __init__(self) -> None:
         self.spans: list[Span] = []
+        self.resources: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
     def add(self, request: trace_service_pb2.ExportTraceServiceRequest) -> None:
         with self.lock:
             self.spans.extend(_spans(request))
+            for resource in request.resource_spans:
+                self.resources.append({a.key: _value(a.value) for a in resource.resource.attributes})
 
 
 @pytest.fixture
@@ -357,12 +360,33 @@ async def test_the_python_api_honours_telemetry(otlp_http: tuple[str, Receiver])
     with receiver.lock:
         names = [span.name for span in receiver.spans]
     assert names.count("tools/call py__greet") == 2 and names.count("tools/call greet") == 2, names
+    from toolweave import __version__
+
+    with receiver.lock:
+        resources = list(receiver.resources)
+    assert resources and all(
+        r["service.name"] == "tw-python" and r["service.version"] == __version__ for r in resources
+    ), resources
 
     async with Gateway(parse_config(raw), tracer=None) as untraced:
         assert untraced.tracing is None and untraced.registry.tracer is None
         await untraced.executor().call("py__greet", {"name": "c"})
     with receiver.lock:
         assert len(receiver.spans) == len(names)
+
+
+def test_the_resource_is_hashed_once_and_equal_to_the_sdks() -> None:
+    """The encoder hashes the resource once per span; the tracer's resource answers the same hash
+    and equality as OpenTelemetry's own, computed once."""
+    from opentelemetry.sdk.resources import Resource
+
+    from toolweave.telemetry import _hashed_once
+
+    made = Resource.create({"service.name": "tw", "service.version": "1"})
+    hashed = _hashed_once(made)
+    assert hashed == made and made == hashed and hash(hashed) == hash(made)
+    assert dict(hashed.attributes) == dict(made.attributes) and hashed.schema_url == made.schema_url
+    assert hash(hashed.merge(Resource({"x": 1}))) == hash(made.merge(Resource({"x": 1})))
 
 
 META_TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
