@@ -532,3 +532,103 @@ async def test_the_session_limits_count_every_replica(replica_set: ReplicaSet) -
                 await http.delete(
                     "/mcp", headers={"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
                 )
+
+
+# -- Try it in the web UI, followed from any replica -----------------------------------------------------
+
+HX = {"HX-Request": "true"}
+
+
+async def _ui_login(browser: httpx.AsyncClient, key: str) -> str:
+    """Log in (through whatever replicas the requests reach); the CSRF token of the new session."""
+    form = await browser.get("/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf is not None, form.text[:300]
+    login = await browser.post("/login", data={"key": key, "csrf": csrf.group(1), "next": "/"})
+    assert login.status_code == 303, login.text
+    page = await browser.get("/tools/d__put")
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert page.status_code == 200 and token is not None, page.text[:300]
+    return token.group(1)
+
+
+def _call_id(fragment: httpx.Response) -> str:
+    found = re.search(r'data-call="([^"]+)"', fragment.text)
+    assert fragment.status_code == 200 and found is not None, fragment.text[:500]
+    return found.group(1)
+
+
+async def test_a_try_it_call_is_followed_to_its_result_from_every_replica(replica_set: ReplicaSet) -> None:
+    """The page's call runs on the replica its form reached; its polls (every one through the round-robin
+    balancer, so most reach another replica) show it running, then its result (before: "No such call"
+    from every replica but the one running it)."""
+    label = f"try-{uuid.uuid4().hex[:8]}"
+    async with httpx.AsyncClient(base_url=replica_set.url, timeout=30) as browser:
+        csrf = await _ui_login(browser, replica_set.key)
+        started = await browser.post(
+            "/tools/d__put/try", data={"csrf": csrf, "label": label, "wait": "true"}, headers=HX
+        )
+        call_id = _call_id(started)
+        for _ in range(2 * REPLICAS):  # each replica twice, while the call waits on its gate
+            page = await browser.get(f"/calls/{call_id}", headers=HX)
+            assert page.status_code == 200 and 'id="live-state"' in page.text, page.text[:500]
+            assert "d__put" in page.text
+        await backend(replica_set.backend, "open_gate", label=label)
+
+        async def finished() -> bool:
+            page = await browser.get(f"/calls/{call_id}", headers=HX)
+            assert page.status_code == 200, page.text[:500]
+            return 'id="live-state"' not in page.text
+
+        await poll(finished, "the call's result on the page", timeout=20)
+        for _ in range(REPLICAS):
+            page = await browser.get(f"/calls/{call_id}", headers=HX)
+            assert page.status_code == 200 and label in page.text and "live-state" not in page.text, page.text
+
+
+async def test_a_try_it_question_and_cancel_are_relayed_to_the_replica_running_the_call(
+    replica_set: ReplicaSet,
+) -> None:
+    """Started on one replica, asked on the page, answered on another and followed on the third; a
+    second call cancelled from another replica than the one running it."""
+    first, second, third = (f"http://127.0.0.1:{replica.port}" for replica in replica_set.replicas)
+    async with httpx.AsyncClient(base_url=replica_set.url, timeout=30) as browser:
+        csrf = await _ui_login(browser, replica_set.key)
+        call_id = _call_id(
+            await browser.post(f"{first}/tools/r__ask_name/try", data={"csrf": csrf}, headers=HX)
+        )
+        question: str | None = None
+
+        async def asked() -> bool:
+            nonlocal question
+            page = await browser.get(f"{second}/calls/{call_id}", headers=HX)
+            found = re.search(r'name="question" value="([^"]+)"', page.text)
+            question = found.group(1) if found else None
+            return question is not None
+
+        await poll(asked, "the backend's question on the page, seen on another replica", timeout=20)
+        answered = await browser.post(
+            f"{second}/calls/{call_id}/answer",
+            data={"csrf": csrf, "question": question, "action": "accept", "name": "Ada"},
+            headers=HX,
+        )
+        assert answered.status_code == 200 and "Answer sent" in answered.text, answered.text[:500]
+
+        async def greeted() -> bool:
+            page = await browser.get(f"{third}/calls/{call_id}", headers=HX)
+            return "hello, Ada" in page.text
+
+        await poll(greeted, "the answered call's result on a third replica", timeout=20)
+
+        label = f"cancel-{uuid.uuid4().hex[:8]}"
+        data = {"csrf": csrf, "label": label, "wait": "true"}
+        call_id = _call_id(await browser.post(f"{first}/tools/d__put/try", data=data, headers=HX))
+        cancelled = await browser.post(f"{second}/calls/{call_id}/cancel", data={"csrf": csrf}, headers=HX)
+        assert cancelled.status_code == 200 and "Cancelling" in cancelled.text, cancelled.text[:500]
+
+        async def stopped() -> bool:
+            page = await browser.get(f"{third}/calls/{call_id}", headers=HX)
+            return "cancelled from the page" in page.text
+
+        await poll(stopped, "the cancelled call's result on a third replica", timeout=20)
+        await backend(replica_set.backend, "open_gate", label=label)

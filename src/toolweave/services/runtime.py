@@ -39,6 +39,7 @@ from toolweave.services.event_relay import EventRelay
 from toolweave.services.events import EventStream
 from toolweave.services.federation_relay import FederationRelay
 from toolweave.services.keys import KeyCache
+from toolweave.services.live_share import LiveShare, live_share
 from toolweave.services.managed_backends import ManagedBackends
 from toolweave.services.metrics import Metrics
 from toolweave.services.servers import ServerService
@@ -172,6 +173,12 @@ class ServerRuntime:
         self._backend_watch: asyncio.Task[None] | None = None
         self._pruner: asyncio.Task[None] | None = None
         self.relay: FederationRelay | None = None
+        self.live_share: LiveShare | None = (
+            live_share(self.db, config.gateway.redis_url)
+            if config.ui.enabled and plan(config.gateway.redis_url, self.db, sync) in ("redis", "postgres")
+            else None
+        )
+        """The web UI's Try-it calls followed from any gateway (`services.live_share`); None: one gateway."""
         self._gateway_lock: GatewayLock | None = None
         """Federated tools across the gateways sharing the database (with Redis)."""
 
@@ -210,6 +217,8 @@ class ServerRuntime:
             )
         if self.events.relay is not None:
             await self.events.relay.start(self.events.deliver)
+        if self.live_share is not None:
+            await self.live_share.start()
         self.gateway.federation.namespace_listeners.append(self._audit_namespace)
         if self.config.audit.retention > 0:
             self._pruner = asyncio.get_running_loop().create_task(self._prune_audit_hourly())
@@ -461,6 +470,9 @@ class ServerRuntime:
         if self.call_rates is not None:
             with contextlib.suppress(Exception):
                 await self.call_rates.close()
+        if self.live_share is not None:
+            with contextlib.suppress(Exception):
+                await self.live_share.close()
         if self.relay is not None:
             with contextlib.suppress(Exception):
                 await self.relay.close()

@@ -261,6 +261,26 @@ mcp_sessions = Table(
 `server/mcp/shared_db.py` adopts a session from: endpoint, the key that opened it, protocol version,
 client params, what the client set)."""
 
+ui_live_calls = Table(
+    "ui_live_calls",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("snapshot", Text, nullable=False),
+    Column("expires_at", Float, nullable=False, index=True),
+)
+"""Try-it calls as the gateway running each last wrote them (JSON), so a page's poll served by another
+gateway on one PostgreSQL without Redis shows it (`services/live_share.py`)."""
+
+channel_messages = Table(
+    "channel_messages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("payload", Text, nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+)
+"""Messages between gateways too large for a NOTIFY payload: the notification carries the row's id
+(`services/pg_channel.py`); kept a minute."""
+
 tool_vectors = Table(
     "tool_vectors",
     metadata,

@@ -52,7 +52,7 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
     if not runtime.config.ui.enabled:
         return routes
     ui = UiApp(runtime)
-    live = LiveCalls()
+    live = LiveCalls(runtime.live_share)
     pages = Pages(ui, live)
     live_pages = LivePages(ui, live)
     builder = BuilderPages(ui)

@@ -12,25 +12,30 @@ the page is simply this caller's way to be asked (its `elicit`).
 A call belongs to the browser session that started it: only that session
 can follow, answer or cancel it. Everything is bounded: calls running per
 session, calls kept, questions open per call, progress lines kept, and how
-long a finished call is kept for its page. The state lives in this
-process's memory (unlike UI logins, which are in the database): behind
-several gateways without stickiness, following a call live needs its page
-to reach the gateway running it (docs/ui.md); its run record is shared.
+long a finished call is kept for its page. The call runs in this process;
+with a `services.live_share.LiveShare` (Redis, or PostgreSQL without it) its
+state is also written for the other gateways, so a page's poll reaching
+another gateway behind a round-robin balancer shows the call, and an answer
+or a cancel posted there is relayed to the gateway running it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import secrets
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 import mcp_types as types
+import orjson
 
+from toolweave.common_types import JSONObject, object_at
 from toolweave.composite.base import ElicitOutcome
 from toolweave.composite.errors import ElicitUnavailable
 from toolweave.executor import Session
@@ -39,6 +44,7 @@ from toolweave.gateway import Gateway
 from toolweave.results import error_result
 from toolweave.server.ui.errors import LiveCallRefused
 from toolweave.server.ui.try_view import FormField, ResultView, form_fields, result_view
+from toolweave.services.live_share import RENEW_SECONDS, LiveShare
 from toolweave.wire.relay import client_of_call
 
 logger = logging.getLogger("toolweave.ui")
@@ -57,7 +63,26 @@ MAX_MESSAGE = 2_000
 """Characters of a progress line or question shown (a backend controls them)."""
 
 
+MAX_SHARED_RESULT = 4 * 1024 * 1024
+"""Bytes of a result shared with the other gateways; a larger one is shown there as too large."""
+STALE_SECONDS = 2.5 * RENEW_SECONDS
+"""A call another gateway runs whose state was not renewed for this long: that gateway stopped."""
+
 CANCELLED = "the call was cancelled from the page before it finished"
+GATEWAY_STOPPED = (
+    "the gateway running this call stopped before it finished; if the tool keeps a run, "
+    "find it under Runs (it may be resumed there)"
+)
+Action = Literal["accept", "decline", "cancel"]
+
+
+def owner_tag(owner: str) -> str:
+    """What the shared state says of the browser session owning a call: a hash, never its cookie."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:32]
+
+
+def _noop() -> None:
+    return None
 
 
 @dataclass(slots=True)
@@ -71,6 +96,8 @@ class Question:
     """An approval (yes / no) rather than a form."""
     answer: asyncio.Future[ElicitOutcome]
     asked_at: float = field(default_factory=time.time)
+    schema: JSONObject = field(default_factory=dict)
+    """The requested schema (another gateway builds the form from it)."""
 
 
 @dataclass(slots=True)
@@ -87,6 +114,12 @@ class LiveCall:
     result: ResultView | None = None
     finished_at: float | None = None
     task: asyncio.Task[None] | None = None
+    raw_result: JSONObject | None = None
+    """The result as JSON (what the other gateways are given)."""
+    instance: str | None = None
+    """For a call another gateway runs: that gateway (orders go to it); None: it runs here."""
+    changed: Callable[[], None] = _noop
+    """Called on every change the page would show (the shared state is written behind)."""
 
     @property
     def running(self) -> bool:
@@ -107,6 +140,7 @@ class LiveCall:
         self.done_steps, self.total_steps = progress, total
         if message:
             self.progress.append(message[:MAX_MESSAGE])
+        self.changed()
 
     async def ask(self, message: str, schema: dict[str, Any], timeout: float | None) -> ElicitOutcome:
         """The call's `elicit`: show the question in the page and wait for the answer (or the timeout)."""
@@ -120,8 +154,10 @@ class LiveCall:
             fields=fields,
             approval=approval,
             answer=asyncio.get_running_loop().create_future(),
+            schema=schema,
         )
         self.questions.append(question)
+        self.changed()
         try:
             async with asyncio.timeout(timeout):
                 return await question.answer
@@ -132,9 +168,88 @@ class LiveCall:
         """The question is answered (or given up): no longer shown, so the page goes back to following."""
         if question in self.questions:
             self.questions.remove(question)
+            self.changed()
 
     def find_question(self, question_id: str) -> Question | None:
         return next((q for q in self.questions if q.id == question_id), None)
+
+    # -- shared with the other gateways ----------------------------------------------------
+
+    def snapshot(self) -> JSONObject:
+        """What a page shows of the call, as JSON (`services.live_share`)."""
+        return {
+            "id": self.id,
+            "owner": owner_tag(self.owner),
+            "tool": self.tool,
+            "started_at": self.started_at,
+            "progress": list(self.progress),
+            "done_steps": self.done_steps,
+            "total_steps": self.total_steps,
+            "questions": [
+                {"id": q.id, "message": q.message, "schema": q.schema, "approval": q.approval}
+                for q in self.questions
+            ],
+            "result": self.raw_result,
+            "finished_at": self.finished_at,
+            "running": self.running,
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: JSONObject, owner: str) -> LiveCall:
+        """A call another gateway runs, as its last snapshot shows it (questions cannot be answered
+        on it: `LiveCalls.answer` relays them)."""
+        loop = asyncio.get_running_loop()
+        call = cls(
+            id=str(data.get("id")),
+            owner=owner,
+            tool=str(data.get("tool")),
+            started_at=_float(data.get("started_at")) or time.time(),
+            done_steps=_float(data.get("done_steps")) or 0.0,
+            total_steps=_float(data.get("total_steps")),
+            finished_at=_float(data.get("finished_at")),
+            instance=str(data.get("instance") or ""),
+        )
+        call.progress.extend(str(line)[:MAX_MESSAGE] for line in _list(data.get("progress"))[-MAX_PROGRESS:])
+        for asked in _list(data.get("questions"))[:MAX_QUESTIONS]:
+            if not isinstance(asked, dict):
+                continue
+            schema = object_at(asked, "schema")
+            approval = bool(asked.get("approval"))
+            call.questions.append(
+                Question(
+                    id=str(asked.get("id")),
+                    message=str(asked.get("message"))[:MAX_MESSAGE],
+                    fields=[] if approval else form_fields(schema),
+                    approval=approval,
+                    answer=loop.create_future(),
+                    schema=schema,
+                )
+            )
+        result = data.get("result")
+        if data.get("running"):
+            renewed = _float(data.get("renewed_at")) or 0.0
+            if time.time() - renewed > STALE_SECONDS:  # its gateway died (or lost its store)
+                call.questions.clear()
+                call.finished_at = renewed or time.time()
+                call.result = result_view(error_result(GATEWAY_STOPPED))
+        elif isinstance(result, dict):
+            call.finished_at = call.finished_at or time.time()
+            try:
+                call.result = result_view(types.CallToolResult.model_validate(result))
+            except ValueError:
+                call.result = result_view(error_result("the result could not be read"))
+        else:
+            call.finished_at = call.finished_at or time.time()
+            call.result = result_view(error_result("the result was too large to share between gateways"))
+        return call
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 class PageChannel:
@@ -164,18 +279,90 @@ class PageChannel:
         data = params.get("data") if isinstance(params, dict) else None
         text = data if isinstance(data, str) else repr(data)
         self.call.progress.append(f"[{level}] {text}"[:MAX_MESSAGE])
+        self.call.changed()
 
 
 class LiveCalls:
     """The calls pages have started, by id, each owned by one browser session."""
 
-    def __init__(self) -> None:
+    def __init__(self, share: LiveShare | None = None) -> None:
         self._calls: OrderedDict[str, LiveCall] = OrderedDict()
+        self.share = share
+        """The other gateways' view of the calls (None: one gateway, nothing shared)."""
+        if share is not None:
+            share.handlers.append(self._ordered)
 
     def get(self, owner: str, call_id: str) -> LiveCall | None:
+        """A call running (or kept) here."""
         self._expire()
         found = self._calls.get(call_id)
         return found if found is not None and found.owner == owner else None
+
+    async def find(self, owner: str, call_id: str) -> LiveCall | None:
+        """A call of `owner`'s, running here or (as its last shared state) on another gateway."""
+        found = self.get(owner, call_id)
+        if found is not None or self.share is None:
+            return found
+        data = await self.share.read(call_id)
+        if data is None or data.get("owner") != owner_tag(owner) or data.get("id") != call_id:
+            return None
+        return LiveCall.from_snapshot(data, owner)
+
+    async def published(self) -> None:
+        """Until the calls started so far are visible to the other gateways (before the page that
+        follows one is sent: its first poll may reach another gateway)."""
+        if self.share is not None:
+            await self.share.flush()
+
+    async def answer(self, call: LiveCall, question: Question, outcome: ElicitOutcome) -> bool:
+        """Give the call its answer (relayed to the gateway running it); False when the question is
+        no longer waiting here or the answer could not be relayed."""
+        if call.instance is None:
+            if question.answer.done():
+                return False
+            question.answer.set_result(outcome)
+            call.settle(question)
+            return True
+        if self.share is None:
+            return False
+        order = {
+            "t": "answer",
+            "call": call.id,
+            "owner": owner_tag(call.owner),
+            "question": question.id,
+            "action": outcome.action,
+            "content": outcome.content,
+        }
+        sent = await self.share.order(call.instance, order)
+        if sent:
+            call.settle(question)
+        return sent
+
+    async def stop(self, call: LiveCall) -> bool:
+        """Cancel a running call, here or on the gateway running it; False if it had ended."""
+        if call.instance is None:
+            return self.cancel(call)
+        if not call.running or self.share is None:
+            return False
+        order = {"t": "cancel", "call": call.id, "owner": owner_tag(call.owner)}
+        return await self.share.order(call.instance, order)
+
+    async def _ordered(self, order: JSONObject) -> None:
+        """An answer or a cancel posted to another gateway for a call running here."""
+        call = self._calls.get(str(order.get("call")))
+        if call is None or owner_tag(call.owner) != order.get("owner"):
+            return
+        if order.get("t") == "cancel":
+            self.cancel(call)
+            return
+        question = call.find_question(str(order.get("question")))
+        action = order.get("action")
+        content = order.get("content")
+        if question is None or question.answer.done() or action not in ("accept", "decline", "cancel"):
+            return
+        outcome = ElicitOutcome(cast(Action, action), content if isinstance(content, dict) else None)
+        question.answer.set_result(outcome)
+        call.settle(question)
 
     def start(
         self, gateway: Gateway, caller: Session, owner: str, name: str, arguments: dict[str, Any]
@@ -189,6 +376,10 @@ class LiveCalls:
                 "wait for one to finish or cancel it"
             )
         call = LiveCall(id=secrets.token_urlsafe(16), owner=owner, tool=name)
+        if self.share is not None:
+            share = self.share
+            call.changed = lambda: share.changed(call.id)
+            share.track(call.id, call.snapshot)
         executor = gateway.executor(caller.asking_with(call.ask))
         task = asyncio.get_running_loop().create_task(
             self._run(call, executor, arguments), name=f"ui-call:{name}"
@@ -216,10 +407,15 @@ class LiveCalls:
         if call.finished_at is not None:
             return
         call.result = result_view(result)
+        if self.share is not None:
+            raw = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if len(orjson.dumps(raw)) <= MAX_SHARED_RESULT:
+                call.raw_result = raw
         call.finished_at = time.time()
         for question in call.questions:
             if not question.answer.done():
                 question.answer.cancel()
+        call.changed()
 
     def cancel(self, call: LiveCall) -> bool:
         """Stop a running call (the executor records its run as cancelled); False if it had ended."""
@@ -234,6 +430,8 @@ class LiveCalls:
             c.id for c in self._calls.values() if c.finished_at is not None and c.finished_at < oldest
         ]:
             del self._calls[call_id]
+            if self.share is not None:
+                self.share.forget(call_id)
 
     def _trim(self) -> None:
         """Beyond MAX_KEPT, forget the oldest finished calls (running ones are never dropped)."""

@@ -19,8 +19,9 @@ class LivePages:
         self.ui = ui
         self.live = live
 
-    def _call(self, ctx: PageContext) -> LiveCall | None:
-        return self.live.get(ctx.browser.id, ctx.request.path_params["call_id"][:64])
+    async def _call(self, ctx: PageContext) -> LiveCall | None:
+        """The call, running here or on another gateway (its shared state)."""
+        return await self.live.find(ctx.browser.id, ctx.request.path_params["call_id"][:64])
 
     def _fragment(
         self, ctx: PageContext, call: LiveCall, notice: str = "", problems: dict[str, str] | None = None
@@ -34,12 +35,12 @@ class LivePages:
 
     async def follow(self, ctx: PageContext) -> Response:
         """The call as it stands: polled by its page until it has finished."""
-        call = self._call(ctx)
+        call = await self._call(ctx)
         return self._gone(ctx) if call is None else self._fragment(ctx, call)
 
     async def answer(self, ctx: PageContext) -> Response:
         """The person's answer to the question shown; a bad value is reported at its field, unsent."""
-        call = self._call(ctx)
+        call = await self._call(ctx)
         if call is None:
             return self._gone(ctx)
         form = await ctx.request.form()
@@ -54,15 +55,17 @@ class LivePages:
         outcome, problems = _outcome(question, action, form)
         if outcome is None:
             return self._fragment(ctx, call, "Fix the answer; nothing was sent yet.", problems)
-        question.answer.set_result(outcome)
-        call.settle(question)
+        if not await self.live.answer(call, question, outcome):
+            return self._fragment(
+                ctx, call, "That question is no longer waiting (answered, timed out, or the call ended)."
+            )
         return self._fragment(ctx, call, "Answer sent; the call goes on.")
 
     async def cancel(self, ctx: PageContext) -> Response:
-        call = self._call(ctx)
+        call = await self._call(ctx)
         if call is None:
             return self._gone(ctx)
-        if self.live.cancel(call):
+        if await self.live.stop(call):
             await ctx.runtime.audit.record(
                 ctx.actor,
                 "call.cancelled",

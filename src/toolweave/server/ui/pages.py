@@ -99,6 +99,7 @@ class Pages:
                 # followed live by the page: progress, and questions answered in it
                 try:
                     live = self.live.start(rt.gateway, ctx.caller, ctx.browser.id, name, read.arguments)
+                    await self.live.published()  # the page's first poll may reach another gateway
                 except LiveCallRefused as error:
                     refused = str(error)
             elif not read.problems:  # a browser without script: the call, then the page with its result
