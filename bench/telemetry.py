@@ -11,7 +11,11 @@ Side by side in one run, each variant in its own process (interleaved rounds, th
 - `--parts`: instead, the pieces of a traced direct call in this process, each the least CPU of
   many short runs (least disturbed by other processes): its two spans through toolweave's tracer
   (the event loop's share), the same two spans through OpenTelemetry's SDK alone, and OpenTelemetry's
-  OTLP encoder and exporter (encode and post to the sink) per span (the export thread's share).
+  OTLP encoder and exporter (encode and post to the sink) per span (the export thread's share);
+  the SDK's spans and the encoder also without attributes (what the attributes cost).
+- `--frozen`: also `on-frozen`, the same as `on` with the started gateway's heap moved out of the
+  garbage collector's sight (`gc.freeze()`): what the full collections that tracing's queued spans
+  bring about cost.
 - `--also LABEL=TREE` (repeatable): another tree's `on` (e.g. a change to the tracing code, a
   `git worktree` of the commit before it), in the same interleaved rounds.
 
@@ -20,13 +24,15 @@ fan-out of two of its tools, and measures CPU time per call through the executor
 (2 spans when on: the call and its backend call) and the fan-out (5 spans). Two figures each: the
 whole process (`time.process_time`: the export thread's encoding and posting, and the notebook's
 own thread-pool work, included) and the event loop's thread alone (`time.thread_time` in it: what
-the call's own path pays). The last line is one JSON object.
+the call's own path pays); the JSON also gives the CPU the garbage collector took per call (in any
+thread) and its full collections. The last line is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -56,6 +62,24 @@ CONFIG = {
 }
 
 
+class _Collections:
+    """A `gc.callbacks` entry: the CPU time spent collecting (in whichever thread collects) and the
+    number of full (generation 2) collections."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._started: dict[int, float] = {}
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        thread = threading.get_ident()
+        if phase == "start":
+            self._started[thread] = time.thread_time()
+            return
+        self.seconds += time.thread_time() - self._started.pop(thread, time.thread_time())
+        self.full += info["generation"] == 2
+
+
 async def _measure(variant: str, endpoint: str, calls: int) -> dict[str, float]:
     """In the child: CPU µs per direct call and per fan-out call, after a warm-up."""
     from toolweave import Gateway
@@ -63,7 +87,7 @@ async def _measure(variant: str, endpoint: str, calls: int) -> dict[str, float]:
 
     raw: dict[str, Any] = dict(CONFIG)
     tracer = None
-    if variant == "on":
+    if variant in ("on", "on-frozen"):
         from toolweave.telemetry import Tracing, settings
 
         cfg = parse_config({**raw, "telemetry": {"otlp_endpoint": endpoint}})
@@ -79,15 +103,23 @@ async def _measure(variant: str, endpoint: str, calls: int) -> dict[str, float]:
         direct = "notes__search"
         assert direct in names and "both" in names, names
         figures: dict[str, float] = {}
+        if variant == "on-frozen":
+            gc.collect()
+            gc.freeze()  # the heap so far (imports, the gateway) never scanned again
         for name, arguments in ((direct, {"query": "gateway"}), ("both", {"query": "gateway"})):
             for _ in range(max(50, calls // 10)):
                 await gw.call(name, arguments)
+            collecting = _Collections()
             started, started_loop = time.process_time(), time.thread_time()
+            gc.callbacks.append(collecting)
             for _ in range(calls):
                 result = await gw.call(name, arguments)
                 assert not result.is_error, result
+            gc.callbacks.remove(collecting)
             figures[name + ":loop"] = (time.thread_time() - started_loop) / calls * 1e6
             figures[name] = (time.process_time() - started) / calls * 1e6
+            figures[name + ":gc"] = collecting.seconds / calls * 1e6
+            figures[name + ":full_gc"] = collecting.full
         if tracer is not None:
             tracer.provider.force_flush()
             figures["dropped"] = tracer.guarded.dropped
@@ -128,7 +160,7 @@ def _parts(endpoint: str) -> dict[str, float]:
 
         def export(self, spans: Any) -> SpanExportResult:
             if len(self.spans) < 512:
-                self.spans.extend(spans)
+                self.spans.extend(spans[: 512 - len(self.spans)])
             return SpanExportResult.SUCCESS
 
     kept = Kept()
@@ -173,17 +205,29 @@ def _parts(endpoint: str) -> dict[str, float]:
         inner.end()
         call.end()
 
+    def sdk_bare() -> None:
+        call = tracer.start_span("tools/call notes__search")
+        inner = tracer.start_span("tools/call search", context=trace.set_span_in_context(call))
+        inner.end()
+        call.end()
+
+    flush = tracing.provider.force_flush  # the queue (2,048 spans) never full: no drop is timed
     figures = {
-        "loop_2_spans_toolweave_us": _least(traced, 500),
-        "loop_2_spans_sdk_alone_us": _least(sdk_alone, 500),
+        "loop_2_spans_toolweave_us": _least(traced, 500, between=flush),
+        "loop_2_spans_sdk_alone_us": _least(sdk_alone, 500, between=flush),
     }
-    tracing.provider.force_flush()
+    flush()
     spans = kept.spans[:512]
+    kept.spans = []
+    figures["loop_2_spans_sdk_no_attributes_us"] = _least(sdk_bare, 500, between=flush)
+    flush()
+    bare = kept.spans[:512]
     exporter = OTLPSpanExporter(endpoint=endpoint + "/v1/traces", timeout=5)
-    figures["encode_per_span_us"] = _least(
-        lambda: encode_spans(spans).SerializePartialToString(), 1, 20
-    ) / len(spans)
-    figures["export_per_span_us"] = _least(lambda: exporter.export(spans), 1, 40) / len(spans)
+    figures["encode_per_span_us"] = _least(lambda: encode_spans(spans).SerializePartialToString(), 1) / 512
+    figures["encode_per_span_no_attributes_us"] = (
+        _least(lambda: encode_spans(bare).SerializePartialToString(), 1) / 512
+    )
+    figures["export_per_span_us"] = _least(lambda: exporter.export(spans), 1) / 512
     exporter.shutdown()
     tracing.close()
     return {name: round(value, 2) for name, value in figures.items()}
@@ -245,6 +289,9 @@ def main() -> None:
         metavar="LABEL=TREE",
         help="another tree's `on`, side by side (repeatable)",
     )
+    parser.add_argument(
+        "--frozen", action="store_true", help="also `on-frozen`: on, the started gateway's heap gc.freeze()d"
+    )
     parser.add_argument("--parts", action="store_true", help="the pieces of a traced call, in this process")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
@@ -256,28 +303,35 @@ def main() -> None:
     variants = [("off", ROOT), ("on", ROOT)]
     if args.before is not None:
         variants.insert(0, ("before", args.before.resolve()))
+    if args.frozen:
+        variants.append(("on-frozen", ROOT))
     for also in args.also:
         label, sep, tree = also.partition("=")
-        if not sep or not label or label in ("before", "off", "on"):
+        if not sep or not label or label in ("before", "off", "on", "on-frozen"):
             parser.error(f"--also wants LABEL=TREE with a new label, got {also!r}")
         variants.append((label, Path(tree).resolve()))
     seen: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
     for _round in range(args.rounds):
         for name, tree in variants:
-            seen[name].append(_run(tree, "off" if name in ("before", "off") else "on", sink.url, args.calls))
+            child = "off" if name in ("before", "off") else "on-frozen" if name == "on-frozen" else "on"
+            seen[name].append(_run(tree, child, sink.url, args.calls))
     summary: dict[str, Any] = {"calls": args.calls, "rounds": args.rounds}
     columns = (("direct_us", "notes__search"), ("direct_loop_us", "notes__search:loop"))
     columns += (("fanout_us", "both"), ("fanout_loop_us", "both:loop"))
-    print(f"{'variant':8} {'direct µs/call':>15} {'its loop':>9} {'fan-out µs/call':>16} {'its loop':>9}")
+    columns += (("direct_gc_us", "notes__search:gc"), ("fanout_gc_us", "both:gc"))
+    columns += (("direct_full_gcs", "notes__search:full_gc"), ("fanout_full_gcs", "both:full_gc"))
+    shown = ("direct_us", "direct_loop_us", "direct_gc_us", "fanout_us", "fanout_loop_us", "fanout_gc_us")
+    widths = (15, 9, 7, 16, 9, 7)
+    print(
+        f"{'variant':8} {'direct µs/call':>15} {'its loop':>9} {'its gc':>7} {'fan-out µs/call':>16} {'its loop':>9} {'its gc':>7}"
+    )
     for name, _tree in variants:
         summary[name] = {
             key: round(statistics.median(r[field] for r in seen[name]), 1) for key, field in columns
         }
         print(
             f"{name:8}"
-            + "".join(
-                f" {summary[name][key]:{w}.1f}" for (key, _), w in zip(columns, (15, 9, 16, 9), strict=True)
-            )
+            + "".join(f" {summary[name][key]:{w}.1f}" for key, w in zip(shown, widths, strict=True))
         )
     off = summary["off"]
     for name, _tree in variants:
