@@ -194,7 +194,6 @@ def _parts(endpoint: str) -> dict[str, float]:
         "mcp.method.name": "tools/call",
         "gen_ai.tool.name": "search",
         "toolweave.backend": "notes",
-        "toolweave.backend.kind": "python",
     }
 
     def sdk_alone() -> None:

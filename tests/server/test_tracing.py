@@ -239,8 +239,8 @@ async def test_a_workflow_is_one_trace_under_the_clients_span(
     assert "trace" in decision.attributes["toolweave.router.reason"]
     greet = only(spans, "tools/call py__greet")
     backend = [s for s in spans if s.parent == greet.span_id]
-    assert [(s.name, s.kind, s.attributes["toolweave.backend.kind"]) for s in backend] == [
-        ("tools/call greet", 3, "python")  # SPAN_KIND_CLIENT
+    assert [(s.name, s.kind, s.attributes["toolweave.backend"]) for s in backend] == [
+        ("tools/call greet", 3, "py")  # SPAN_KIND_CLIENT
     ]
 
 

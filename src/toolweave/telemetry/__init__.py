@@ -233,7 +233,6 @@ class Tracing:
             "mcp.method.name": "tools/call",
             "gen_ai.tool.name": entry.backend_tool,
             "toolweave.backend": backend.name,
-            "toolweave.backend.kind": _backend_kind(backend),
         }
         parent = self._current_context()
         span = self.tracer.start_span(
@@ -300,14 +299,6 @@ def current_trace_id() -> str | None:
 
     context = trace.get_current_span().get_span_context()
     return format(context.trace_id, "032x") if context.is_valid else None
-
-
-def _backend_kind(backend: Any) -> str:
-    kind = type(backend).__name__.lower()
-    for known in ("federated", "python", "http", "mcp"):
-        if known in kind:
-            return known
-    return kind
 
 
 class _Current:
