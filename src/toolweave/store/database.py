@@ -39,7 +39,7 @@ _POSTGRES_SCHEMES = {"postgresql", "postgres", "postgresql+asyncpg"}
 _SQLITE_SCHEMES = {"sqlite", "sqlite+aiosqlite"}
 
 Dialect = Literal["sqlite", "postgresql"]
-SCHEMA_HEAD = "0016"
+SCHEMA_HEAD = "0017"
 """The newest migration's revision (`migrations/versions`): a database already at it is opened without
 loading Alembic. A test holds it equal to the migrations' head, so a new migration cannot be skipped."""
 VERSION_TABLE = "alembic_version"

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -270,6 +271,21 @@ ui_live_calls = Table(
 )
 """Try-it calls as the gateway running each last wrote them (JSON), so a page's poll served by another
 gateway on one PostgreSQL without Redis shows it (`services/live_share.py`)."""
+
+mcp_events = Table(
+    "mcp_events",
+    metadata,
+    Column("session_id", String(128), primary_key=True),
+    Column("replica", String(16), primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("stream_id", Text, nullable=False),
+    Column("data", Text, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("expires_at", Float, nullable=False, index=True),
+)
+"""SSE events of handshake-era MCP sessions shared through PostgreSQL without Redis, so a stream resumes
+with `Last-Event-ID` on any gateway: per session and replica, that replica's events by its sequence
+number (`server/mcp/events_db.py`), bounded like the Redis store."""
 
 channel_messages = Table(
     "channel_messages",

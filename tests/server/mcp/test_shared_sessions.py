@@ -221,13 +221,25 @@ def initialize_params() -> dict[str, Any]:
 
 
 @needs_redis
+def _broker(broker: str, tmp_path: Path) -> Path | None:
+    """`two_gateways`' argument for a broker: None for Redis (skipped without it), a path for
+    PostgreSQL without Redis."""
+    if broker == "redis" and not os.environ.get(REDIS_ENV):
+        pytest.skip(f"set {REDIS_ENV}")
+    return tmp_path if broker == "postgres" else None
+
+
+@pytest.mark.parametrize("broker", ["redis", "postgres"])
 async def test_a_broken_stream_resumes_with_last_event_id_on_the_other_gateway(
-    open_gateway: OpenGateway,
+    open_gateway: OpenGateway, tmp_path: Path, broker: str
 ) -> None:
     """A POST's stream breaks after its priming event; its client reconnects with Last-Event-ID to the
-    other gateway, which replays the answer the first stored (without the Redis event store there is
-    no priming event, and the other gateway has nothing to replay)."""
-    async with two_gateways(open_gateway) as [(first, _first_app), (second, _second_app)]:
+    other gateway, which replays the answer the first stored, from Redis or PostgreSQL (without an
+    event store there is no priming event, and the other gateway has nothing to replay)."""
+    async with two_gateways(open_gateway, _broker(broker, tmp_path)) as [
+        (first, _first_app),
+        (second, _second_app),
+    ]:
         session = (await rpc(first, "initialize", initialize_params())).headers["mcp-session-id"]
         headers = {**HEADERS, "mcp-session-id": session}
         call = {
@@ -266,14 +278,17 @@ async def test_a_broken_stream_resumes_with_last_event_id_on_the_other_gateway(
                 ] == []
 
 
-@needs_redis
+@pytest.mark.parametrize("broker", ["redis", "postgres"])
 async def test_the_get_stream_resumes_on_the_other_gateway_with_what_it_missed_once(
-    open_gateway: OpenGateway,
+    open_gateway: OpenGateway, tmp_path: Path, broker: str
 ) -> None:
     """The client's GET stream is on the first gateway, breaks, and a `list_changed` is sent meanwhile;
     reconnecting to the second with Last-Event-ID replays it once (only the replica that served the
     last GET keeps the GET stream's events), and the stream then goes on live there."""
-    async with two_gateways(open_gateway) as [(first, _first_app), (second, _second_app)]:
+    async with two_gateways(open_gateway, _broker(broker, tmp_path)) as [
+        (first, _first_app),
+        (second, _second_app),
+    ]:
         session = (await rpc(first, "initialize", initialize_params())).headers["mcp-session-id"]
         headers = {**HEADERS, "mcp-session-id": session}
 
@@ -309,23 +324,58 @@ def note(n: int, size: int = 10) -> JSONRPCNotification:
     )
 
 
-@needs_redis
-async def test_a_sessions_events_are_bounded_in_count_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The oldest events go first, past `MAX_EVENTS` or `MAX_BYTES`; an oversized event is kept as a
-    placeholder that resumes but replays nothing."""
+@contextlib.asynccontextmanager
+async def _one_sharing(broker: str, tmp_path: Path) -> AsyncIterator[Any]:
+    """One gateway's `SessionSharing` over Redis, or over PostgreSQL (a fresh schema) without it."""
+    if broker == "redis":
+        if not os.environ.get(REDIS_ENV):
+            pytest.skip(f"set {REDIS_ENV}")
+        sharing = SessionSharing(
+            os.environ[REDIS_ENV], f"toolweave:test-ev:{uuid.uuid4().hex[:10]}", idle_seconds=60
+        )
+        try:
+            yield sharing
+        finally:
+            await sharing.close()
+        return
+    url, schema = database_url("postgres", tmp_path)
+    try:
+        async with Database.from_url(url) as db:
+            sharing = DatabaseSessionSharing(db, idle_seconds=60)
+            try:
+                yield sharing
+            finally:
+                await sharing.close()
+    finally:
+        await drop_schema(url.split("?")[0], schema or "")
+
+
+@pytest.mark.parametrize("broker", ["redis", "postgres"])
+async def test_a_sessions_events_are_bounded_in_count_and_bytes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broker: str
+) -> None:
+    """The oldest events go first, past `MAX_EVENTS` or `MAX_BYTES` (in PostgreSQL: trimmed to 90% of
+    both once past either); an oversized event is kept as a placeholder that resumes but replays
+    nothing."""
     monkeypatch.setattr(events, "MAX_EVENTS", 5)
     monkeypatch.setattr(events, "MAX_BYTES", 1000)
     monkeypatch.setattr(events, "MAX_EVENT_BYTES", 300)
-    sharing = SessionSharing(
-        os.environ[REDIS_ENV], f"toolweave:test-ev:{uuid.uuid4().hex[:10]}", idle_seconds=60
-    )
+    async with _one_sharing(broker, tmp_path) as sharing:
+        await _bounded(sharing, broker)
+
+
+async def _bounded(sharing: Any, broker: str) -> None:
     store = sharing.events.for_session("s1", holds_get=True)
     tag = sharing.events.tag
     try:
-        ids = [await store.store_event(sdk_compat.GET_STREAM_KEY, note(n)) for n in range(8)]
-        await sharing.events.settle()
+        ids = []
+        for n in range(8):  # one write each, as calls spread over time would be
+            ids.append(await store.store_event(sdk_compat.GET_STREAM_KEY, note(n)))
+            await sharing.events.settle()
         kept = await sharing.events.entries("s1", tag, 1)
-        assert kept is not None and [f"{tag}.{entry.seq}:g" for entry in kept] == ids[3:]
+        # Redis keeps the last 5; PostgreSQL trims to 4 (90%) when a 6th arrives, then holds 4-5
+        expected = ids[3:] if broker == "redis" else ids[4:]
+        assert kept is not None and [f"{tag}.{entry.seq}:g" for entry in kept] == expected
         for n in (8, 9, 10):
             await store.store_event(sdk_compat.GET_STREAM_KEY, note(n, size=200))
         await sharing.events.settle()
@@ -345,8 +395,9 @@ async def test_a_sessions_events_are_bounded_in_count_and_bytes(monkeypatch: pyt
         assert await store.replay_events_after("not-an-id", collect) is None
     finally:
         await sharing.events.forget("s1")
+    assert await sharing.events.entries("s1", tag, 1) == []
+    if broker == "redis":
         assert not await sharing.redis.keys(f"{sharing.namespace}:*")
-        await sharing.close()
 
 
 @needs_redis
@@ -403,7 +454,8 @@ async def test_served_gateways_on_postgresql_without_redis_share_sessions(
     tmp_path: Path, api_env: None
 ) -> None:
     """`serve` on PostgreSQL without `redis_url` shares its sessions through the database by itself:
-    a session opened on one gateway is served by the other; streams are not resumable (no priming)."""
+    a session opened on one gateway is served by the other; its streams are resumable (each opens
+    with a priming event carrying an ID)."""
     url, schema = database_url("postgres", tmp_path)
     factory = AppFactory(url)
     try:
@@ -417,7 +469,7 @@ async def test_served_gateways_on_postgresql_without_redis_share_sessions(
                 second, "tools/call", {"name": "find_tools", "arguments": {"query": "multiply"}}, session
             )
             assert answer.headers["content-type"].startswith("text/event-stream")
-            assert "id: " not in answer.text  # no event store: nothing to resume from
+            assert "id: " in answer.text  # the event store in PostgreSQL: resumable
     finally:
         await factory.close_all()
         await drop_schema(url.split("?")[0], schema or "")
@@ -442,5 +494,47 @@ async def test_expired_session_rows_are_swept_when_a_session_opens(tmp_path: Pat
             async with db.read() as conn:
                 left = (await conn.execute(text("SELECT id FROM mcp_sessions ORDER BY id"))).scalars().all()
             assert left == ["new", "old"]
+    finally:
+        await drop_schema(url.split("?")[0], schema or "")
+
+
+@pytest.mark.postgres
+async def test_a_large_message_reaches_the_other_gateway_over_postgresql(tmp_path: Path) -> None:
+    """A client's answer to a server request larger than NOTIFY carries (8000 bytes) is relayed to the
+    gateway holding the session: the notification carries a row id, the answer is in the database
+    (before: logged as too large and dropped)."""
+    url, schema = database_url("postgres", tmp_path)
+    heard: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    class Holder:
+        path = "/mcp"
+
+        def holds(self, session_id: str) -> bool:
+            return session_id == "s1"
+
+        async def heard(self, session_id: str, message: dict[str, Any]) -> None:
+            await heard.put(message)
+
+    try:
+        async with Database.from_url(url) as one, Database.from_url(url) as two:
+            sender, holder = (
+                DatabaseSessionSharing(one, idle_seconds=60),
+                DatabaseSessionSharing(two, idle_seconds=60),
+            )
+            holder.register(Holder())  # type: ignore[arg-type]
+            await holder.start()
+            try:
+                body = orjson.dumps({"jsonrpc": "2.0", "id": 3, "result": {"content": "x" * 50_000}}).decode()
+                for _attempt in range(50):  # until the holder's listener is connected
+                    await sender.publish({"t": "reply", "sid": "s1", "body": "small"})
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(heard.get(), 0.2)
+                        break
+                await sender.publish({"t": "reply", "sid": "s1", "body": body})
+                message = await asyncio.wait_for(heard.get(), 10)
+                assert message["body"] == body
+            finally:
+                await holder.close()
+                await sender.close()
     finally:
         await drop_schema(url.split("?")[0], schema or "")

@@ -45,6 +45,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -116,7 +117,7 @@ return 1
 
 
 class Sharing(Protocol):
-    """What the store uses of `shared.SessionSharing`: its Redis, namespace, idle time, outage pause."""
+    """What a store uses of `shared.SessionSharing`: its instance, namespace, idle time, outage pause."""
 
     instance: str
     namespace: str
@@ -125,10 +126,14 @@ class Sharing(Protocol):
     @property
     def available(self) -> bool: ...
 
+    def _down(self, error: BaseException) -> None: ...
+
+
+class RedisSharing(Sharing, Protocol):
+    """And its Redis connection (`RedisEvents`)."""
+
     @property
     def redis(self) -> Any: ...
-
-    def _down(self, error: BaseException) -> None: ...
 
 
 @dataclass(slots=True)
@@ -151,13 +156,14 @@ class Entry:
     data: bytes
 
 
-class RedisEvents:
+class SharedEvents(ABC):
     """The deployment's event store as one replica sees it: one `SessionEvents` per session, this
-    replica's events written behind in batches, anyone's read back."""
+    replica's events written behind in batches, anyone's read back. Where they are kept is the
+    subclass's: `RedisEvents`, `events_db.DatabaseEvents` (PostgreSQL without Redis)."""
 
     def __init__(self, sharing: Sharing) -> None:
-        self.sharing = sharing
-        """The `SessionSharing` whose Redis connection, namespace and outage pause are used."""
+        self.sharing: Sharing = sharing
+        """The `SessionSharing` whose namespace, idle time and outage pause are used."""
         self.tag = sharing.instance[:TAG_LENGTH]
         """This replica's part of its event IDs."""
         self._seq = 0
@@ -168,13 +174,6 @@ class RedisEvents:
         self._writing = asyncio.Lock()
         self._append: Any = None
         self._full_logged = False
-
-    def stream_key(self, session_id: str, tag: str | None = None) -> str:
-        """The Redis Stream of one replica's events of a session (this replica's by default)."""
-        return f"{self.sharing.namespace}:e:{session_id}:{tag or self.tag}"
-
-    def replicas_key(self, session_id: str) -> str:
-        return f"{self.sharing.namespace}:e:{session_id}"
 
     def for_session(self, session_id: str, *, holds_get: bool) -> SessionEvents:
         return SessionEvents(self, session_id, holds_get=holds_get)
@@ -218,30 +217,10 @@ class RedisEvents:
                 finally:
                     self._settled = max(self._settled, batch[-1].seq)
 
+    @abstractmethod
     async def _write(self, batch: list[Pending]) -> None:
-        """One script call appending the batch (and noting this replica in each session's set)."""
-        sharing = self.sharing
-        if not sharing.available:
-            return
-        if self._append is None:
-            self._append = sharing.redis.register_script(_APPEND)
-        at: dict[str, int] = {}
-        keys: list[str] = []
-        args: list[Any] = [sharing.idle, MAX_EVENTS, MAX_BYTES, self.tag]
-        for event in batch:
-            index = at.get(event.session_id)
-            if index is None:
-                index = at[event.session_id] = len(keys) + 1
-                stream = self.stream_key(event.session_id)
-                keys += (self.replicas_key(event.session_id), stream, f"{stream}:n")
-            args += (index, f"0-{event.seq}", event.stream_id, self._encoded(event))
-        try:
-            async with asyncio.timeout(REDIS_SECONDS):
-                await self._append(keys=keys, args=args)
-        except Exception as error:  # noqa: BLE001 - Redis down: these events were sent, not kept
-            sharing._down(error)
-        else:
-            self._full_logged = False
+        """Write a batch of this replica's events (in one round trip); a failure is told to
+        `sharing._down` (those events were sent, not kept)."""
 
     def _encoded(self, event: Pending) -> bytes:
         if event.message is None:
@@ -290,8 +269,58 @@ class RedisEvents:
                 return found
             await asyncio.sleep(FLUSH_SECONDS)  # another replica may not have written it yet
 
+    @abstractmethod
     async def _read(self, session_id: str, tag: str, first: int) -> list[Entry] | None:
-        sharing = self.sharing
+        """Replica `tag`'s events of a session from sequence number `first` on (at most
+        `MAX_EVENTS + 1`); None when the store failed."""
+
+    @abstractmethod
+    async def forget(self, session_id: str) -> None:
+        """The session ended everywhere: every replica's events of it go too."""
+
+
+class RedisEvents(SharedEvents):
+    """In Redis: one Stream per session and replica (entry IDs are the replica's sequence numbers),
+    trimmed by the append script."""
+
+    def __init__(self, sharing: RedisSharing) -> None:
+        super().__init__(sharing)
+        self.redis_sharing = sharing
+
+    def stream_key(self, session_id: str, tag: str | None = None) -> str:
+        """The Redis Stream of one replica's events of a session (this replica's by default)."""
+        return f"{self.sharing.namespace}:e:{session_id}:{tag or self.tag}"
+
+    def replicas_key(self, session_id: str) -> str:
+        return f"{self.sharing.namespace}:e:{session_id}"
+
+    async def _write(self, batch: list[Pending]) -> None:
+        """One script call appending the batch (and noting this replica in each session's set)."""
+        sharing = self.redis_sharing
+        if not sharing.available:
+            return
+        if self._append is None:
+            self._append = sharing.redis.register_script(_APPEND)
+        at: dict[str, int] = {}
+        keys: list[str] = []
+        args: list[Any] = [sharing.idle, MAX_EVENTS, MAX_BYTES, self.tag]
+        for event in batch:
+            index = at.get(event.session_id)
+            if index is None:
+                index = at[event.session_id] = len(keys) + 1
+                stream = self.stream_key(event.session_id)
+                keys += (self.replicas_key(event.session_id), stream, f"{stream}:n")
+            args += (index, f"0-{event.seq}", event.stream_id, self._encoded(event))
+        try:
+            async with asyncio.timeout(REDIS_SECONDS):
+                await self._append(keys=keys, args=args)
+        except Exception as error:  # noqa: BLE001 - Redis down: these events were sent, not kept
+            sharing._down(error)
+        else:
+            self._full_logged = False
+
+    async def _read(self, session_id: str, tag: str, first: int) -> list[Entry] | None:
+        sharing = self.redis_sharing
         if not sharing.available:
             return None
         try:
@@ -309,7 +338,7 @@ class RedisEvents:
 
     async def forget(self, session_id: str) -> None:
         """The session ended everywhere: every replica's events of it go too."""
-        sharing = self.sharing
+        sharing = self.redis_sharing
         if not sharing.available:
             return
         replicas = self.replicas_key(session_id)
@@ -325,7 +354,7 @@ class RedisEvents:
 class SessionEvents(EventStore):
     """The SDK `EventStore` of one session's transport on this replica."""
 
-    def __init__(self, events: RedisEvents, session_id: str, *, holds_get: bool) -> None:
+    def __init__(self, events: SharedEvents, session_id: str, *, holds_get: bool) -> None:
         self.events = events
         self.session_id = session_id
         self.holds_get = holds_get

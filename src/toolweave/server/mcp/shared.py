@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from toolweave.server.mcp.events import RedisEvents, SessionEvents
+from toolweave.server.mcp.events import RedisEvents, SessionEvents, SharedEvents
 from toolweave.wire import sdk_compat
 
 if TYPE_CHECKING:
@@ -95,9 +95,9 @@ class SessionSharing:
         """Told of each session adopted here (the session quota counts and revokes it like its own)."""
         self._down_logged = False
         self._down_until = 0.0
-        self.events: RedisEvents | None = RedisEvents(self)
-        """SSE events of the sessions, so a stream resumes on any replica (`events.py`); None: streams
-        are not resumable (`shared_db.py`)."""
+        self.events: SharedEvents | None = RedisEvents(self)
+        """SSE events of the sessions, so a stream resumes on any replica (`events.py`; in PostgreSQL
+        without Redis: `events_db.py`); None: streams are not resumable."""
 
     @property
     def available(self) -> bool:

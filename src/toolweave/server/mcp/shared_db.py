@@ -5,31 +5,30 @@ replicas tell each other what changed), with the database in Redis's place:
 
 - the records are rows of `mcp_sessions` (expiring `idle` seconds after the last request any replica
   served, renewed at most every `TOUCH_SECONDS` per session and replica, in the background);
-- the channel is PostgreSQL's LISTEN/NOTIFY (`toolweave_mcp_<database identity>`), one asyncpg
-  connection per gateway listening. A NOTIFY payload holds under 8000 bytes: a client's answer to a
-  server request larger than `MAX_NOTIFY_BYTES` is served where it lands, not relayed;
+- the channel is PostgreSQL's LISTEN/NOTIFY (`toolweave_mcp_<database identity>`, one asyncpg
+  connection per gateway listening) through `services.pg_channel`: a message NOTIFY cannot carry
+  (a client's large answer to a server request) is put in `channel_messages` and its row id sent;
+- SSE events are kept in `mcp_events` (`events_db.py`), so a stream resumes with `Last-Event-ID` on
+  any replica, as with Redis;
 - the session limits count the live rows of the tenant.
-
-What it does not share: SSE events. Without Redis there is no event store, as on a single gateway:
-a stream that breaks is not resumed with `Last-Event-ID` (a call whose stream broke is retried by its
-client); notifications reach the client on its GET stream wherever that is, as with Redis.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert
 
+from toolweave.server.mcp.events_db import DatabaseEvents
 from toolweave.server.mcp.shared import SessionSharing
-from toolweave.services.change_feed import asyncpg_args, feed_identity
+from toolweave.services.change_feed import feed_identity
+from toolweave.services.pg_channel import PostgresChannel
 from toolweave.store.database import Database
 from toolweave.store.tables import mcp_sessions
 
@@ -40,10 +39,6 @@ DB_SECONDS = 10.0
 2 s: a loaded PostgreSQL's commit can take seconds, and giving up loses the session's sharing."""
 SWEEP_SECONDS = 60.0
 """Expired session rows are removed at most this often per gateway."""
-MAX_NOTIFY_BYTES = 7900
-"""PostgreSQL refuses NOTIFY payloads of 8000 bytes and more."""
-HEALTH_SECONDS = 15.0
-"""The listening connection is checked this often (a silently dead link is noticed)."""
 _TEXT_FIELDS = ("path", "tenant", "label", "version", "client", "state")
 
 
@@ -60,7 +55,8 @@ class DatabaseSessionSharing(SessionSharing):
         super().__init__("", postgres_channel(db), idle_seconds=idle_seconds)
         self.db = db
         self.channel = self.namespace
-        self.events = None
+        self.notifications = PostgresChannel(db, self.namespace)
+        self.events = DatabaseEvents(self)
         self._swept = -SWEEP_SECONDS
 
     @property
@@ -187,58 +183,26 @@ class DatabaseSessionSharing(SessionSharing):
 
     async def publish(self, message: dict[str, Any]) -> None:
         message["from"] = self.instance
-        payload = orjson.dumps(message)
         if not self.available:
             return
-        if len(payload) > MAX_NOTIFY_BYTES:
-            logger.info(
-                "MCP session %s: a %s message of %d bytes is too large for NOTIFY and is not relayed",
-                message.get("sid"),
-                message.get("t"),
-                len(payload),
-            )
-            return
         try:
-            async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
-                await conn.execute(
-                    text("SELECT pg_notify(:channel, :payload)"),
-                    {"channel": self.channel, "payload": payload.decode()},
-                )
+            async with asyncio.timeout(DB_SECONDS):
+                await self.notifications.publish(orjson.dumps(message).decode())
         except Exception as error:  # noqa: BLE001
             self._down(error)
 
     async def _listen(self) -> None:
         """Take the others' messages for sessions held here; reconnect when the database is back."""
-        while True:
-            try:
-                await self._listen_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - the database is down: retried
-                self._down(error)
-            await asyncio.sleep(1.0)
 
-    async def _listen_once(self) -> None:
-        import asyncpg
+        async def received(payload: str) -> None:
+            await self._heard(payload.encode())
 
-        conn = await asyncpg.connect(**asyncpg_args(self.db))
-        lost = asyncio.Event()
-        try:
-            conn.add_termination_listener(lambda _conn: lost.set())
-            await conn.add_listener(self.channel, self._notified)
-            self._down_logged = False
-            self._down_until = 0.0
-            while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(lost.wait(), HEALTH_SECONDS)
-                if lost.is_set() or conn.is_closed():
-                    raise ConnectionError("the listening connection to PostgreSQL closed")
-                await asyncio.wait_for(conn.execute("SELECT 1"), 10)
-        finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 2)
-            if not conn.is_closed():
-                conn.terminate()
+        await self.notifications.follow(received, self._down, self._connected)
 
-    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._spawn(self._heard(payload.encode()))
+    def _connected(self) -> None:
+        self._down_logged = False
+        self._down_until = 0.0
+
+    async def close(self) -> None:
+        await super().close()
+        await self.notifications.close()
