@@ -41,6 +41,8 @@ from toolweave.gateway import Gateway
 STREAM_GRACE = 1.0
 """Seconds after the last call in flight ended that connections still open (event streams) are closed."""
 POLL = 0.1
+TICK = 1.0
+"""Seconds between two ticks of uvicorn's main loop (its `date` header; uvicorn's own: 0.1)."""
 
 
 class GatewayServer(uvicorn.Server):
@@ -51,13 +53,15 @@ class GatewayServer(uvicorn.Server):
         say: Callable[[str], None],
         on_shutdown: Callable[[], None] | None = None,
     ) -> None:
+        self._should_exit = False
+        self._exit_asked: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         super().__init__(config)
         self.gateway = gateway
         self.say = say
         """Tells the operator (the terminal, or a JSON log line under `--log-json`)."""
         self.on_shutdown = on_shutdown
         self._signals = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
@@ -67,6 +71,29 @@ class GatewayServer(uvicorn.Server):
         finally:  # process-wide flags: as they were, for another server in this process
             AppStatus.should_exit = False
             AppStatus.enable_automatic_graceful_drain = True
+
+    @property
+    def should_exit(self) -> bool:
+        """uvicorn's flag (set by a signal, a failed start-up, a test); setting it wakes `main_loop`."""
+        return self._should_exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._should_exit = value  # from a signal handler too: the loop is woken thread-safely
+        if value and self._exit_asked is not None and self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._exit_asked.set)
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop, woken once a second (the `date` header) or when asked to stop, not ten times a
+        second: an idle gateway, and one between calls, wakes ~9 times a second less."""
+        self._loop = asyncio.get_running_loop()
+        self._exit_asked = asked = asyncio.Event()
+        counter = 0  # uvicorn's on_tick refreshes the `date` header when the counter is a multiple of 10
+        while not await self.on_tick(counter):
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TICK):
+                    await asked.wait()
+            counter += 10
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         """A signal handler (between two bytecodes of the loop's thread): only flags and callbacks."""
