@@ -3,8 +3,10 @@
 One Chromium serves every test of the session (a launch costs 1–3 s, more than many tests): a test
 that asks for `browser` runs in the session's event loop, where that Chromium lives, and each page
 it opens with `browser.new_page()` / `browser.new_context()` is its own context (its own cookies and
-storage), closed when the test ends. A module with module-scoped fixtures of its own sets its own
-`pytestmark = pytest.mark.asyncio(loop_scope="module")` and launches its own browser.
+storage), closed when the test ends; `page` is one such page. A module sharing a gateway between its
+tests (`serve_ui_for_module`) declares that fixture `@pytest_asyncio.fixture(loop_scope="session",
+scope="module")` and sets `pytestmark = pytest.mark.asyncio(loop_scope="session")`: the same Chromium,
+no launch of its own.
 """
 
 from __future__ import annotations
@@ -47,3 +49,10 @@ async def browser(_chromium: Any, api_env: None) -> AsyncIterator[Any]:
     for context in _chromium.contexts:
         if context not in before:
             await context.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(browser: Any) -> Any:
+    """A page in a fresh context (its own cookies and storage) of the shared Chromium, closed after the test."""
+    context = await browser.new_context()
+    return await context.new_page()

@@ -14,32 +14,19 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import expect
 
-from support.browser import UiServer, chromium, serve_ui_for_module
+from support.browser import UiServer, serve_ui_for_module
 from support.configs import python_backend
 from support.paths import PYTHON, TESTSERVER
 from toolweave.store import ALL_TENANTS
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # where the session's Chromium lives
 SECRET = "sekret-4567-never-shown"
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiServer]:
     async with serve_ui_for_module({"backends": [python_backend()]}, tmp_path_factory.mktemp("bf")) as served:
         yield served
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Any]:
-    async with chromium() as found:
-        yield found
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def page(browser: Any) -> AsyncIterator[Any]:
-    context = await browser.new_context()
-    yield await context.new_page()
-    await context.close()
 
 
 async def test_a_backend_is_checked_as_the_config_file_checks_it(server: UiServer, page: Any) -> None:

@@ -13,12 +13,12 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import expect
 
-from support.browser import UiServer, chromium, serve_ui_for_module
+from support.browser import UiServer, serve_ui_for_module
 from support.configs import python_backend
 from toolweave.runs import RunRecord, StepRecord, new_run_id
 from toolweave.store import SqlRunStore
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # where the session's Chromium lives
 
 FANOUT = {
     "name": "ask_everyone",
@@ -55,24 +55,11 @@ LONG_LABELS = {
 SECOND = "MEASURE_THE_SQUARED_DISTANCE_OF_THE_POINT"
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiServer]:
     raw = {"backends": [python_backend()], "composite_tools": [FANOUT, LONG_LABELS]}
     async with serve_ui_for_module(raw, tmp_path_factory.mktemp("run-pages")) as served:
         yield served
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Any]:
-    async with chromium() as found:
-        yield found
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def page(browser: Any) -> AsyncIterator[Any]:
-    context = await browser.new_context()
-    yield await context.new_page()
-    await context.close()
 
 
 async def test_a_fanout_run_shows_each_target_and_what_it_answered(server: UiServer, page: Any) -> None:

@@ -10,23 +10,17 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import expect
 
-from support.browser import UiServer, chromium, serve_ui_for_module
+from support.browser import UiServer, serve_ui_for_module
 from support.configs import named_stdio_backend, python_backend
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = pytest.mark.asyncio(loop_scope="session")  # where the session's Chromium lives
 
 
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiServer]:
     raw = {"backends": [named_stdio_backend("ts"), python_backend()]}
     async with serve_ui_for_module(raw, tmp_path_factory.mktemp("served"), require_auth=True) as served:
         yield served
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Any]:
-    async with chromium() as found:
-        yield found
 
 
 async def logged_in(browser: Any, server: UiServer, *scopes: str) -> Any:
