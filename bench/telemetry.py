@@ -12,12 +12,14 @@ Side by side in one run, each variant in its own process (interleaved rounds, th
   many short runs (least disturbed by other processes): its two spans through toolweave's tracer
   (the event loop's share), the same two spans through OpenTelemetry's SDK alone, and OpenTelemetry's
   OTLP encoder and exporter (encode and post to the sink) per span (the export thread's share);
-  the SDK's spans and the encoder also without attributes (what the attributes cost).
+  the SDK's spans and the encoder also without attributes (what the attributes cost), and the
+  encoder and exporter with batches of 2,048 spans instead of the `BatchSpanProcessor`'s 512.
 - `--frozen`: also `on-frozen`, the same as `on` with the started gateway's heap moved out of the
   garbage collector's sight (`gc.freeze()`): what the full collections that tracing's queued spans
   bring about cost.
-- `--also LABEL=TREE` (repeatable): another tree's `on` (e.g. a change to the tracing code, a
-  `git worktree` of the commit before it), in the same interleaved rounds.
+- `--also LABEL=TREE[,NAME=VALUE...]` (repeatable): another tree's `on` (e.g. a change to the
+  tracing code, a `git worktree` of the commit before it; `.` for this one), with these
+  environment variables (e.g. `OTEL_BSP_MAX_EXPORT_BATCH_SIZE=64`), in the same interleaved rounds.
 
 Each process builds a `Gateway` over the in-process demo notebook (`toolweave.demo.notes`) and a
 fan-out of two of its tools, and measures CPU time per call through the executor: a direct call
@@ -227,6 +229,11 @@ def _parts(endpoint: str) -> dict[str, float]:
         _least(lambda: encode_spans(bare).SerializePartialToString(), 1) / 512
     )
     figures["export_per_span_us"] = _least(lambda: exporter.export(spans), 1) / 512
+    larger = spans * 4  # a batch of 2,048 (OTEL_BSP_MAX_EXPORT_BATCH_SIZE=2048)
+    figures["encode_per_span_batch_2048_us"] = (
+        _least(lambda: encode_spans(larger).SerializePartialToString(), 1, 20) / 2048
+    )
+    figures["export_per_span_batch_2048_us"] = _least(lambda: exporter.export(larger), 1, 20) / 2048
     exporter.shutdown()
     tracing.close()
     return {name: round(value, 2) for name, value in figures.items()}
@@ -260,11 +267,12 @@ class _Sink:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
 
-def _run(tree: Path, variant: str, endpoint: str, calls: int) -> dict[str, float]:
+def _run(tree: Path, variant: str, endpoint: str, calls: int, extra: dict[str, str]) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "TOOLWEAVE_LOG_LEVEL": "warning"}
     for name in list(env):
         if name.startswith("OTEL_"):
             del env[name]
+    env.update(extra)
     out = subprocess.run(
         [sys.executable, "-m", "bench.telemetry", CHILD, variant, endpoint, str(calls)],
         cwd=ROOT,
@@ -285,8 +293,8 @@ def main() -> None:
         "--also",
         action="append",
         default=[],
-        metavar="LABEL=TREE",
-        help="another tree's `on`, side by side (repeatable)",
+        metavar="LABEL=TREE[,NAME=VALUE...]",
+        help="another tree's `on` (with these environment variables), side by side (repeatable)",
     )
     parser.add_argument(
         "--frozen", action="store_true", help="also `on-frozen`: on, the started gateway's heap gc.freeze()d"
@@ -304,16 +312,19 @@ def main() -> None:
         variants.insert(0, ("before", args.before.resolve()))
     if args.frozen:
         variants.append(("on-frozen", ROOT))
+    extra: dict[str, dict[str, str]] = {}
     for also in args.also:
-        label, sep, tree = also.partition("=")
-        if not sep or not label or label in ("before", "off", "on", "on-frozen"):
-            parser.error(f"--also wants LABEL=TREE with a new label, got {also!r}")
+        label, sep, rest = also.partition("=")
+        tree, *settings = rest.split(",")
+        if not sep or not label or not tree or label in ("before", "off", "on", "on-frozen"):
+            parser.error(f"--also wants LABEL=TREE[,NAME=VALUE...] with a new label, got {also!r}")
+        extra[label] = dict(setting.partition("=")[::2] for setting in settings)
         variants.append((label, Path(tree).resolve()))
     seen: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
     for _round in range(args.rounds):
         for name, tree in variants:
             child = "off" if name in ("before", "off") else "on-frozen" if name == "on-frozen" else "on"
-            seen[name].append(_run(tree, child, sink.url, args.calls))
+            seen[name].append(_run(tree, child, sink.url, args.calls, extra.get(name, {})))
     summary: dict[str, Any] = {"calls": args.calls, "rounds": args.rounds}
     columns = (("direct_us", "notes__search"), ("direct_loop_us", "notes__search:loop"))
     columns += (("fanout_us", "both"), ("fanout_loop_us", "both:loop"))
