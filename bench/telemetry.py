@@ -13,7 +13,8 @@ Side by side in one run, each variant in its own process (interleaved rounds, th
   (the event loop's share), the same two spans through OpenTelemetry's SDK alone, and OpenTelemetry's
   OTLP encoder and exporter (encode and post to the sink) per span (the export thread's share);
   the SDK's spans and the encoder also without attributes (what the attributes cost), and the
-  encoder and exporter with batches of 2,048 spans instead of the `BatchSpanProcessor`'s 512.
+  encoder and exporter with batches of 2,048 spans instead of the `BatchSpanProcessor`'s 512, and
+  an incoming HTTP request's server span (the middleware over an app that answers at once).
 - `--frozen`: also `on-frozen`, the same as `on` with the started gateway's heap moved out of the
   garbage collector's sight (`gc.freeze()`): what the full collections that tracing's queued spans
   bring about cost.
@@ -219,6 +220,10 @@ def _parts(endpoint: str) -> dict[str, float]:
     }
     flush()
     spans = kept.spans[:512]
+    flush()
+    kept.spans = []
+    figures["request_span_us"] = _request_spans(tracing, flush)
+    flush()
     kept.spans = []
     figures["loop_2_spans_sdk_no_attributes_us"] = _least(sdk_bare, 500, between=flush)
     flush()
@@ -237,6 +242,36 @@ def _parts(endpoint: str) -> dict[str, float]:
     exporter.shutdown()
     tracing.close()
     return {name: round(value, 2) for name, value in figures.items()}
+
+
+def _request_spans(tracing: Any, flush: Any) -> float:
+    """µs per HTTP request through toolweave's request-span middleware over an app that answers 200
+    at once, less the same app called bare: the server span of an incoming request."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(_message: Any) -> None:
+        pass
+
+    scope = {"type": "http", "path": "/api/v1/tools", "method": "GET", "headers": [(b"accept", b"*/*")]}
+    middleware = tracing.middleware_class(app, tracing)
+
+    async def requests(through: Any) -> None:
+        for _ in range(200):
+            await through(scope, receive, send)
+
+    loop = asyncio.new_event_loop()
+    try:
+        traced = _least(lambda: loop.run_until_complete(requests(middleware)), 1, 60, between=flush)
+        bare = _least(lambda: loop.run_until_complete(requests(app)), 1, 60)
+    finally:
+        loop.close()
+    return (traced - bare) / 200
 
 
 def _child(argv: list[str]) -> None:

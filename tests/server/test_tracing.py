@@ -375,6 +375,53 @@ async def test_the_python_api_honours_telemetry(otlp_http: tuple[str, Receiver])
         assert len(receiver.spans) == len(names)
 
 
+async def test_a_request_span_ends_as_an_error_when_the_app_raises_or_answers_5xx(
+    otlp_http: tuple[str, Receiver],
+) -> None:
+    """The request's server span: the app's exception is recorded and re-raised, a 5xx answer is an
+    error, a 2xx is not; each span ends and the context around the request is the same after."""
+    from opentelemetry import trace
+
+    from toolweave.config import parse_config
+    from toolweave.telemetry import Tracing, settings
+
+    endpoint, receiver = otlp_http
+    chosen = settings(parse_config(traced_config(endpoint, None)).telemetry)
+    assert chosen is not None
+    tracing = Tracing(chosen)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/raises":
+            raise RuntimeError("boom")
+        await send({"type": "http.response.start", "status": 503 if scope["path"] == "/down" else 200})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(_message: Any) -> None:
+        pass
+
+    middleware = tracing.middleware_class(app, tracing)
+    before = trace.get_current_span()
+    for path in ("/raises", "/down", "/fine"):
+        scope = {"type": "http", "path": path, "method": "GET", "headers": []}
+        if path == "/raises":
+            with pytest.raises(RuntimeError, match="boom"):
+                await middleware(scope, receive, send)
+        else:
+            await middleware(scope, receive, send)
+        assert trace.get_current_span() is before
+    tracing.close()
+    with receiver.lock:
+        spans = list(receiver.spans)
+    raised, down, fine = (only(spans, f"GET /{name}") for name in ("raises", "down", "fine"))
+    assert (raised.status, down.status, fine.status) == (2, 2, 0)  # STATUS_CODE_ERROR, _UNSET
+    assert down.attributes["http.response.status_code"] == 503
+    assert fine.attributes["http.response.status_code"] == 200
+    assert "http.response.status_code" not in raised.attributes
+
+
 def test_the_resource_is_hashed_once_and_equal_to_the_sdks() -> None:
     """The encoder hashes the resource once per span; the tracer's resource answers the same hash
     and equality as OpenTelemetry's own, computed once."""

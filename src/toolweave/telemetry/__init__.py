@@ -381,8 +381,6 @@ class _ServerSpans:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        from opentelemetry.trace import SpanKind, Status, StatusCode
-
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
         parent = self.tracing.extract(headers)
         path: str = scope.get("path", "")
@@ -404,13 +402,23 @@ class _ServerSpans:
                 status["code"] = message["status"]
             await send(message)
 
-        with self.tracing.tracer.start_as_current_span(
-            name, context=parent, kind=SpanKind.SERVER, attributes=attributes
-        ) as span:
+        # what `start_as_current_span` does, without its generator and `use_span`'s (~3 µs a request)
+        tracing = self.tracing
+        span = tracing.tracer.start_span(name, context=parent, kind=tracing._server, attributes=attributes)
+        token = tracing._context.attach(tracing._in_context(span))
+        try:
             await self.app(scope, receive, sending)
+        except Exception as error:
+            span.record_exception(error)
+            span.set_status(tracing._status(tracing._error, f"{type(error).__name__}: {error}"))
+            raise
+        else:
             span.set_attribute("http.response.status_code", status["code"])
             if status["code"] >= 500:
-                span.set_status(Status(StatusCode.ERROR))
+                span.set_status(tracing._status(tracing._error))
+        finally:
+            tracing._context.detach(token)
+            span.end()
 
 
 def _route_of(scope: Any) -> str:
