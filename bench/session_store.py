@@ -5,7 +5,8 @@ Side by side in one run, each variant in its own process, in interleaved rounds 
 - `local`: this tree, sessions in the process only (no `redis_url`);
 - `shared`: this tree, sessions and their SSE events in Redis (`server/mcp/shared.py`, `events.py`);
 - `before`: another toolweave tree (`--before`, e.g. a `git worktree` of an older commit), shared;
-- `postgres` (`--postgres URL`): this tree, sessions shared through PostgreSQL (`shared_db.py`), no Redis.
+- `postgres` (`--postgres URL`): this tree, sessions shared through PostgreSQL (`shared_db.py`), no Redis;
+- `before-pg` (`--before-postgres TREE`, with `--postgres`): another tree, shared through PostgreSQL.
 
 Each process serves one gateway (the in-process `bench/pyecho.py` tool) under uvicorn on loopback,
 opens one 2025-11-25 session and calls `py__echo` on it over HTTP with an httpx client in the same
@@ -169,12 +170,15 @@ def main() -> None:
     parser.add_argument(
         "--postgres", help="also `postgres`: this tree, sessions shared through PostgreSQL (no Redis)"
     )
+    parser.add_argument("--before-postgres", type=Path, help="another tree, shared through `--postgres`")
     args = parser.parse_args()
     variants: list[tuple[str, Path, str | None]] = [("local", ROOT, None), ("shared", ROOT, args.redis)]
     if args.postgres:
         variants.append(("postgres", ROOT, args.postgres))
     if args.before is not None:
         variants.append(("before", args.before.resolve(), args.redis))
+    if args.before_postgres is not None and args.postgres:
+        variants.append(("before-pg", args.before_postgres.resolve(), args.postgres))
     seen: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in variants}
     load_before = os.getloadavg()
     for round_ in range(args.rounds):

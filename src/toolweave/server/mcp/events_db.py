@@ -24,7 +24,6 @@ import time
 from typing import Any, Protocol
 
 from sqlalchemy import delete, select, text
-from sqlalchemy.dialects.postgresql import insert
 
 from toolweave.server.mcp import events
 from toolweave.server.mcp.events import Entry, Pending, SharedEvents, Sharing
@@ -39,16 +38,23 @@ TRIM_TO = 0.9
 
 _TRIM = text(
     """
-DELETE FROM mcp_events AS e USING (
-    SELECT seq FROM (
+DELETE FROM mcp_events
+WHERE session_id = :session AND replica = :replica AND seq < (
+    SELECT min(seq) FROM (
         SELECT seq, row_number() OVER w AS n, sum(size) OVER w AS total
         FROM mcp_events WHERE session_id = :session AND replica = :replica
         WINDOW w AS (ORDER BY seq DESC)
     ) AS ranked
-    WHERE n > 1 AND (n > :count OR total > :bytes)
-) AS old
-WHERE e.session_id = :session AND e.replica = :replica AND e.seq = old.seq
+    WHERE n = 1 OR (n <= :count AND total <= :bytes)
+)
 """
+)
+"""The oldest events of a session and replica, past `count` events or `bytes` bytes counted from the
+newest (which is always kept): one scan for the first sequence number kept (an InitPlan), then one
+range delete (a join with the ranked rows planned as a nested loop: quadratic, 1.1 s at 1000 rows)."""
+_INSERT = (
+    "INSERT INTO mcp_events (session_id, replica, seq, stream_id, data, size, expires_at) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
 )
 _KEPT = text(
     "SELECT count(*), coalesce(sum(size), 0) FROM mcp_events WHERE session_id = :session AND replica = :replica"
@@ -85,21 +91,11 @@ class DatabaseEvents(SharedEvents):
         if not sharing.available:
             return
         expires = time.time() + sharing.idle
-        rows: list[dict[str, Any]] = []
+        rows: list[tuple[str, str, int, str, str, int, float]] = []
         for event in batch:
             data = self._encoded(event).decode()
             size = len(data) + len(event.stream_id)
-            rows.append(
-                {
-                    "session_id": event.session_id,
-                    "replica": self.tag,
-                    "seq": event.seq,
-                    "stream_id": event.stream_id,
-                    "data": data,
-                    "size": size,
-                    "expires_at": expires,
-                }
-            )
+            rows.append((event.session_id, self.tag, event.seq, event.stream_id, data, size, expires))
             if len(self._kept) > 10_000:
                 self._kept.clear()  # bounded: forgetting only delays a session's next trim
             kept = self._kept.setdefault(event.session_id, [0, 0])
@@ -112,7 +108,10 @@ class DatabaseEvents(SharedEvents):
         ]
         try:
             async with asyncio.timeout(DB_SECONDS), self.db.write() as conn:
-                await conn.execute(insert(mcp_events).on_conflict_do_nothing(), rows)
+                # the driver's own executemany (one prepared statement, pipelined): a flush through
+                # SQLAlchemy's executemany cost 0.1-0.3 ms more CPU per flush of 10-40 events
+                driver: Any = (await conn.get_raw_connection()).driver_connection
+                await driver.executemany(_INSERT, rows)
                 for session_id in over:
                     where = {"session": session_id, "replica": self.tag}
                     await conn.execute(
