@@ -46,6 +46,9 @@ class _BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._open_anchors: set[str] = set()
+        self._depth = 0
+        """How many nodes `compose_node` is inside: deeper than `MAX_DEPTH` is refused before the
+        composer's recursion gets near Python's limit (a `RecursionError` there costs seconds)."""
 
     def _next_anchor(self) -> str | None:
         """The anchor of the parser's next event, not consumed (None: it has none); PyYAML's stubs
@@ -55,6 +58,15 @@ class _BoundedLoader(yaml.SafeLoader):
         return anchor
 
     def compose_node(self, parent: Any, index: Any) -> Any:
+        if self._depth >= MAX_DEPTH:
+            raise DocumentTooCostly(f"the document is nested more than {MAX_DEPTH} levels deep")
+        self._depth += 1
+        try:
+            return self._compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             anchor = self._next_anchor()
             if anchor in self._open_anchors:
