@@ -6,10 +6,15 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
+import pytest
+
 from support.api import AppFactory
 from support.configs import stdio_backend
 
 API = "/api/v1"
+IN_PROCESS = pytest.mark.usefixtures("in_process_testserver")
+"""The test server in this process: a reconnect loads a fresh copy of it, as a fresh child would be.
+Not for the test whose second ask must come while the first is still stopping the old child."""
 
 
 async def _until_connected(client, name: str) -> dict:  # type: ignore[no-untyped-def]
@@ -21,6 +26,7 @@ async def _until_connected(client, name: str) -> dict:  # type: ignore[no-untype
     raise AssertionError(f"backend {name} did not reconnect: {found}")
 
 
+@IN_PROCESS
 async def test_reconnect_starts_a_fresh_connection(sqlite_app: AppFactory) -> None:
     api = await sqlite_app({"backends": [stdio_backend()]})
     async with api.client() as client:
@@ -58,6 +64,7 @@ async def test_a_down_backend_reports_when_it_failed_and_unknown_names_are_404(
         assert missing.status_code == 404 and "nope" in missing.json()["error"]["message"]
 
 
+@IN_PROCESS
 async def test_reconnect_needs_the_admin_scope(sqlite_app: AppFactory) -> None:
     api = await sqlite_app({"backends": [stdio_backend()]}, require_auth=True)
     backend = api.gateway.backends["ts"]
@@ -74,6 +81,7 @@ async def test_reconnect_needs_the_admin_scope(sqlite_app: AppFactory) -> None:
     assert backend.connected_at is not None and before is not None and backend.connected_at > before
 
 
+@IN_PROCESS
 async def test_a_tenant_cannot_keep_dropping_a_shared_backend(sqlite_app: AppFactory) -> None:
     """A reconnect fails every call in flight on a shared backend: a tenant's key may force one at
     most every 30 s (429 with Retry-After); asking while an attempt is under way restarts nothing."""

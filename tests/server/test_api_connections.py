@@ -19,6 +19,8 @@ from toolweave.services.errors import ConnectionUnavailable
 from toolweave.services.logs import JsonFormatter
 
 API = "/api/v1"
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The stdio backend is there to be refused a connection: no process is needed for that."""
 SECRET_A = "alice-token-6f1c2d9e"
 SECRET_A2 = "alice-token-rotated-77aa"
 SECRETS = (SECRET_A, SECRET_A2)

@@ -8,12 +8,16 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 from mcp import Client
 
 from support.configs import config, python_backend, stdio_backend
 from support.serving import serve_asgi
 from toolweave.server.app import server_app
 from toolweave.services.runtime import ServerRuntime
+
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The slow backend in this process: TESTSERVER_START_DELAY is an asyncio sleep there."""
 
 START_DELAY = "2"
 """Seconds the slow backend sleeps before it answers: longer than the listings below take to be sent."""

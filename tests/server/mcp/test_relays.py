@@ -103,6 +103,7 @@ async def test_a_backend_reaches_the_client_whose_call_caused_it(
         assert gateway.backends["rs"].status == "connected"
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # the test server's capabilities, not its process
 async def test_features_no_backend_offers_are_not_advertised(
     open_gateway: OpenGateway, serve_gateway: ServeGateway
 ) -> None:

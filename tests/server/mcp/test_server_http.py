@@ -17,6 +17,10 @@ from support.fixtures import OpenGateway, ServeGateway
 from support.results import names, text
 from toolweave import Gateway
 
+IN_PROCESS = pytest.mark.usefixtures("in_process_testserver")
+"""The test server in this process (tests/support/inprocess.py) for every test but the one that
+crashes it: what these tests are about is the front, not the backend's process."""
+
 MODES = [
     pytest.param("auto", "2026-07-28", id="2026-07-28"),
     pytest.param("legacy", "2025-11-25", id="2025-11-25"),
@@ -36,6 +40,7 @@ async def gateway(open_gateway: OpenGateway, tmp_path: Any) -> Gateway:
     )
 
 
+@IN_PROCESS
 @pytest.mark.parametrize(("mode", "version"), MODES)
 async def test_list_and_call(url: str, mode: str, version: str) -> None:
     async with Client(url, mode=mode) as client:
@@ -79,6 +84,7 @@ async def test_every_failure_is_a_result_and_the_session_goes_on(url: str, mode:
         assert text(await client.call_tool("py__greet", {"name": "still here"})) == "Hello, still here."
 
 
+@IN_PROCESS
 @pytest.mark.parametrize(("mode", "version"), MODES)
 async def test_resources_and_prompts_pass_through(url: str, mode: str, version: str) -> None:
     async with Client(url, mode=mode) as client:
@@ -101,6 +107,7 @@ async def test_resources_and_prompts_pass_through(url: str, mode: str, version: 
         assert text(await client.call_tool("ts__echo", {"text": "ok"})) == "ok"
 
 
+@IN_PROCESS
 async def test_list_changed_reaches_2026_clients(url: str, gateway: Gateway) -> None:
     async with Client(url, mode="auto") as client, client.listen(tools_list_changed=True) as subscription:
         await client.call_tool("ts__add_tool", {"name": "modern_tool"})
@@ -111,6 +118,7 @@ async def test_list_changed_reaches_2026_clients(url: str, gateway: Gateway) -> 
         assert text(await client.call_tool("ts__modern_tool", {})) == "I am modern_tool"
 
 
+@IN_PROCESS
 @pytest.mark.parametrize("list_first", [True, False], ids=["listed", "never-listed"])
 async def test_list_changed_reaches_2025_clients(url: str, gateway: Gateway, list_first: bool) -> None:
     received = asyncio.Event()
@@ -129,6 +137,7 @@ async def test_list_changed_reaches_2025_clients(url: str, gateway: Gateway, lis
         assert "ts__legacy_tool" in names((await client.list_tools()).tools)
 
 
+@IN_PROCESS
 async def test_a_definition_change_is_announced_too(url: str, gateway: Gateway) -> None:
     """Any catalog change (here a backend going away) is announced, not only a backend's list_changed."""
     async with Client(url, mode="auto") as client, client.listen(tools_list_changed=True) as subscription:
@@ -156,6 +165,7 @@ async def test_search_mode(
         assert text(await client.call_tool("py__greet", {"name": "pinned"})) == "Hello, pinned."
 
 
+@IN_PROCESS
 async def test_clients_are_served_concurrently(url: str) -> None:
     async def one(label: str) -> dict[str, Any]:
         async with Client(url, mode="auto") as client:
