@@ -52,7 +52,7 @@ async def serve_mcp(gateway: Any, **app_options: Any) -> AsyncIterator[str]:
 
     The gateway is started and stopped by the app's lifespan unless it is already started.
     """
-    from toolweave.server import create_app
+    from toolweave.server.app import create_app
 
     app_options.setdefault("start_gateway", not gateway.started)
     async with serve_asgi(create_app(gateway, **app_options)) as base:

@@ -16,7 +16,7 @@ from support.configs import python_backend, stdio_backend
 from support.fixtures import OpenGateway
 from support.serving import serve_asgi
 from toolweave import Gateway
-from toolweave.server import create_app
+from toolweave.server.app import create_app
 from toolweave.server.mcp.front import MCPFront
 
 pytestmark = pytest.mark.usefixtures("in_process_testserver")

@@ -1,6 +1,3 @@
-"""Server: the MCP front, REST routes, ASGI app assembly."""
-
-from toolweave.server.app import create_app
-from toolweave.server.mcp.front import MCPFront
-
-__all__ = ["MCPFront", "create_app"]
+"""Server: the MCP front (`server/mcp/`), REST routes (`server/api/`), the web UI (`server/ui/`), ASGI app
+assembly (`server/app.py`). Nothing is imported here: `from toolweave.server.api import present` (the CLI's
+`keys` and `runs`) must not load the whole server."""

@@ -17,7 +17,7 @@ from starlette.routing import Mount, Route
 
 from toolweave.config.models import Config
 from toolweave.gateway import Gateway
-from toolweave.server.api import build_api
+from toolweave.server.api.rest import build_api
 from toolweave.server.auth import AuthMiddleware, key_label
 from toolweave.server.bodies import BodyLimitMiddleware
 from toolweave.server.federation import federation_route

@@ -20,7 +20,7 @@ from support.results import names, text
 from support.serving import serve_asgi
 from toolweave import Gateway
 from toolweave.executor import Admission, Pools, Session
-from toolweave.server import create_app
+from toolweave.server.app import create_app
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.request_session import SESSION_SCOPE_KEY
 from toolweave.wire.transport import ModernJsonRouter
