@@ -450,18 +450,10 @@ class ServerRuntime:
 
     async def close(self) -> None:
         """Stop in reverse order; each step runs even when an earlier one failed."""
-        if self._pruner is not None:
-            self._pruner.cancel()
-        if self._revocation_watch is not None:
-            self._revocation_watch.cancel()
-            with contextlib.suppress(BaseException):
-                await self._revocation_watch
-            self._revocation_watch = None
-        if self._backend_watch is not None:
-            self._backend_watch.cancel()
-            with contextlib.suppress(BaseException):
-                await self._backend_watch
-            self._backend_watch = None
+        await _end(self._pruner)
+        await _end(self._revocation_watch)
+        await _end(self._backend_watch)
+        self._pruner = self._revocation_watch = self._backend_watch = None
         with contextlib.suppress(Exception):
             await self.takeover.close()
         if self.events.relay is not None:
@@ -490,6 +482,8 @@ class ServerRuntime:
             await self.gateway.stop()
         if self._tasks:  # audit records of the namespaces the stop just dropped, among others
             await asyncio.wait(set(self._tasks), timeout=5.0)
+            for task in set(self._tasks):
+                await _end(task)
         with contextlib.suppress(Exception):
             await self.stats.close()
         with contextlib.suppress(Exception):
@@ -529,3 +523,14 @@ async def open_run_store(cfg: Config) -> OwnedRunStore:
         await db.close()
         raise
     return store
+
+
+async def _end(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task and wait until it has ended: its cleanup (a database session rolling
+    back, closing its connection) must finish while the database is still open. A task merely
+    cancelled is left to the event loop's own shutdown, which waits forever on a connection whose
+    engine was disposed in the meantime. `asyncio.wait` does not swallow a cancellation of `close()`."""
+    if task is None or task.done():
+        return
+    task.cancel()
+    await asyncio.wait({task})
