@@ -20,9 +20,14 @@ from support.processes import free_port, stop_process, subprocess_env, wait_for_
 from support.results import text
 from toolweave.cli.serve import listen_or_exit
 
-SLOW_START = 20.0
-"""Seconds the slow test backend sleeps before it answers: far longer than the gateway may take to listen,
-even on a loaded machine."""
+WAITING = 1.0
+"""Seconds a call (or a REST request) sent while the slow backend is held back must stay unanswered."""
+
+
+def slow_backend(gate: Path) -> dict[str, object]:
+    """The test server, held back until the test creates `gate` (TESTSERVER_START_GATE): slow to start
+    for exactly as long as the test needs, however loaded the machine (a fixed nap was 8-20 s here)."""
+    return stdio_backend("slow", env={"TESTSERVER_START_GATE": str(gate)}, connect_timeout="120s")
 
 
 @pytest.fixture
@@ -45,11 +50,12 @@ def names(tools: list[object]) -> set[str]:
 
 
 async def test_serve_listens_before_a_slow_backend_and_announces_its_tools_when_it_connects(
-    write_config: WriteConfig, gateway: dict[str, str]
+    write_config: WriteConfig, gateway: dict[str, str], tmp_path: Path
 ) -> None:
-    slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": str(SLOW_START)}, connect_timeout="120s")
+    gate = tmp_path / "slow-may-start"
+    slow = slow_backend(gate)
     both = {"name": "echo_both", "tools": ["slow/echo", "py/greet"]}  # names a tool of the slow backend
-    # a listing waits for a backend's first attempt at most startup_timeout from start: here far less than SLOW_START
+    # a listing waits for a backend's first attempt at most startup_timeout from start: the slow one is held
     settings = {**gateway, "startup_timeout": "1s"}
     path = write_config(
         {"gateway": settings, "backends": [slow, python_backend()], "composite_tools": [both]}
@@ -63,10 +69,12 @@ async def test_serve_listens_before_a_slow_backend_and_announces_its_tools_when_
             assert "py__greet" in first, "a backend that is up is served at once"
             assert "slow__echo" not in first, "the gateway did not wait for the slow backend"
             async with client.listen(tools_list_changed=True) as changes:
+                gate.touch()
                 while "slow__echo" not in names((await client.list_tools()).tools):
-                    async with asyncio.timeout(SLOW_START + 30):
+                    async with asyncio.timeout(60):
                         await anext(aiter(changes))
     finally:
+        gate.touch()
         stop_process(process)
     stderr = process.stderr.read().decode() if process.stderr else ""
     assert f"MCP at http://127.0.0.1:{port}/mcp" in stderr
@@ -121,31 +129,38 @@ def test_a_busy_port_from_the_config_says_where_it_came_from(
 
 
 async def test_a_call_to_a_backend_still_starting_waits_for_it_instead_of_failing(
-    write_config: WriteConfig, gateway: dict[str, str]
+    write_config: WriteConfig, gateway: dict[str, str], tmp_path: Path
 ) -> None:
-    slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": "8"}, connect_timeout="120s")
-    path = write_config({"gateway": {**gateway, "startup_timeout": "120s"}, "backends": [slow]})
+    gate = tmp_path / "slow-may-start"
+    path = write_config({"gateway": {**gateway, "startup_timeout": "120s"}, "backends": [slow_backend(gate)]})
     port = free_port()
     process = serve(path, "--port", str(port))
     try:
         await asyncio.to_thread(wait_for_port, port, process, 30)
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-            result = await client.call_tool("slow__echo", {"text": "worth the wait"})
+            call = asyncio.create_task(client.call_tool("slow__echo", {"text": "worth the wait"}))
+            finished, _ = await asyncio.wait({call}, timeout=WAITING)
+            assert not finished, (
+                f"the call waits while the backend starts: {call.result() if finished else ''}"
+            )
+            gate.touch()
+            result = await asyncio.wait_for(call, 60)
             assert text(result) == "worth the wait"
             unknown = await client.call_tool("slow__nope", {})
             assert unknown.is_error and "unknown tool 'slow__nope'" in text(unknown)
     finally:
+        gate.touch()
         stop_process(process)
 
 
 async def test_a_composite_made_while_its_backend_starts_is_accepted_and_a_restart_reports_nothing(
-    write_config: WriteConfig, gateway: dict[str, str]
+    write_config: WriteConfig, gateway: dict[str, str], tmp_path: Path
 ) -> None:
     """Right after start-up a REST-made composite naming a tool of a backend still connecting waits
     for it instead of a 422 "unknown tool"; after a restart, the stored composite is not logged as
     degraded while that backend is only slow to come up."""
-    slow = stdio_backend("slow", env={"TESTSERVER_START_DELAY": "8"}, connect_timeout="120s")
-    path = write_config({"gateway": {**gateway, "startup_timeout": "120s"}, "backends": [slow]})
+    gate = tmp_path / "slow-may-start"
+    path = write_config({"gateway": {**gateway, "startup_timeout": "120s"}, "backends": [slow_backend(gate)]})
     router = {
         "name": "echo_router",
         "description": "Echo some text.",
@@ -153,21 +168,38 @@ async def test_a_composite_made_while_its_backend_starts_is_accepted_and_a_resta
         "operations": [{"slug": "echo", "tool": "slow/echo"}],
     }
     for restart in (False, True):
+        gate.unlink(missing_ok=True)  # held back again at the restart
         port = free_port()
         process = serve(path, "--port", str(port))
         try:
             await asyncio.to_thread(wait_for_port, port, process, 30)
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as api:
                 if not restart:
-                    created = await api.post("/api/v1/composite-tools", json={"definition": router})
+                    made = asyncio.create_task(
+                        api.post("/api/v1/composite-tools", json={"definition": router})
+                    )
+                    finished, _ = await asyncio.wait({made}, timeout=WAITING)
+                    assert not finished, f"it waits for the backend: {made.result().text if finished else ''}"
+                    gate.touch()
+                    created = await made
                     assert created.status_code == 201, created.text
                     assert created.json()["status"] == "active"
                 async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-                    result = await client.call_tool("echo_router", {"operation": "echo", "text": "hi"})
+                    call = asyncio.create_task(
+                        client.call_tool("echo_router", {"operation": "echo", "text": "hi"})
+                    )
+                    if restart:
+                        finished, _ = await asyncio.wait({call}, timeout=WAITING)
+                        assert not finished, (
+                            f"the call waits for the backend: {call.result() if finished else ''}"
+                        )
+                        gate.touch()
+                    result = await asyncio.wait_for(call, 60)
                     assert text(result) == "hi", result
                 stored = (await api.get("/api/v1/composite-tools/echo_router")).json()
                 assert stored["status"] == "active" and not stored.get("validationErrors"), stored
         finally:
+            gate.touch()
             stop_process(process)
         stderr = process.stderr.read().decode() if process.stderr else ""
         assert "degraded" not in stderr, stderr

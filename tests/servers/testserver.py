@@ -234,11 +234,24 @@ def greet(name: str) -> str:
     return f"Say hello to {name}, from {NAME}."
 
 
+START_GATE_SECONDS = 300.0
+
+
+def wait_for_start_gate() -> None:
+    """`TESTSERVER_START_GATE=PATH`: come up only once the test has created PATH, a backend slow to start
+    for exactly as long as the test needs (a `TESTSERVER_START_DELAY` nap is a guess at it)."""
+    gate = os.environ.get("TESTSERVER_START_GATE")
+    deadline = time.monotonic() + START_GATE_SECONDS
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, default=None, help="serve streamable HTTP on this port")
     args = parser.parse_args()
     time.sleep(float(os.environ.get("TESTSERVER_START_DELAY", "0")))  # a backend that is slow to come up
+    wait_for_start_gate()
     if args.http is None:
         server.run("stdio")
     else:

@@ -9,7 +9,7 @@ a fresh child per connection) are the real ones; only the process boundary is go
 
 What needs the boundary stays on real processes (integration tests): `crash` (it would end pytest)
 and `garbage` (it writes to this process's stdout) answer an error saying so here, and
-`TESTSERVER_START_DELAY` is honoured with an asyncio sleep.
+`TESTSERVER_START_DELAY` is honoured with an asyncio sleep, `TESTSERVER_START_GATE` by polling.
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ class InProcessTestServer(MCPBackend):
         delay = float(env.get("TESTSERVER_START_DELAY", "0"))
         if delay:
             await asyncio.sleep(delay)
+        gate = env.get("TESTSERVER_START_GATE")
+        while gate and not os.path.exists(gate):  # noqa: ASYNC110, ASYNC240 - a stat; the test makes it
+            await asyncio.sleep(0.02)
         module = load_testserver(env.get("TESTSERVER_NAME", "testserver"))
         return module.server  # the SDK's Client connects to a server object in-process
 
