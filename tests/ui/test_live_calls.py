@@ -9,12 +9,14 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from support.api import database_url, drop_schema
 from support.configs import python_backend
 from support.fixtures import OpenGateway
+from support.processes import free_port
 from toolweave.composite.base import ElicitOutcome
 from toolweave.composite.errors import ElicitUnavailable
 from toolweave.executor import Session
@@ -26,6 +28,7 @@ from toolweave.server.ui.live_calls import (
     LiveCall,
     LiveCalls,
 )
+from toolweave.services import live_share
 from toolweave.services.live_share import DatabaseLiveShare, LiveShare, RedisLiveShare
 from toolweave.store import Database
 
@@ -180,3 +183,32 @@ async def test_a_call_whose_gateway_stopped_is_not_shown_running(tmp_path: Path)
     )
     fresh = LiveCall.from_snapshot({**snapshot, "renewed_at": time.time()}, "page")
     assert fresh.running
+
+
+async def test_a_store_that_failed_is_not_asked_again_for_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis unreachable: the first write fails (a finished call's last state is kept for the next
+    renewal), and for DOWN_SECONDS nothing asks the store, so a stuck broker holds no page's poll."""
+    monkeypatch.setattr(live_share, "DOWN_SECONDS", 0.3)
+    async with Database.from_url(f"sqlite:///{tmp_path / 'tw.db'}") as db:
+        share = RedisLiveShare(db, f"redis://127.0.0.1:{free_port()}/0")
+        asked = 0
+        real = share._read
+
+        async def counted(call_id: str) -> Any:
+            nonlocal asked
+            asked += 1
+            return await real(call_id)
+
+        monkeypatch.setattr(share, "_read", counted)
+        try:
+            share.track("c1", lambda: {"id": "c1", "running": False})
+            await share.flush()
+            assert not share.available and "c1" in share._tracked  # its last write is still due
+            assert await share.read("c1") is None and asked == 0  # not asked while it is down
+            assert not await share.order("elsewhere", {"t": "cancel"})
+            await asyncio.sleep(0.35)
+            assert await share.read("c1") is None and asked == 1  # asked again after the pause
+        finally:
+            await share.close()

@@ -55,6 +55,9 @@ FINISHED_SECONDS = 900.0
 """A finished call's snapshot is kept this long (the page shows the result; `live_calls.KEEP_SECONDS`)."""
 STORE_SECONDS = 2.0
 """A write or read that takes longer is given up (Redis or the database is down or stuck)."""
+DOWN_SECONDS = 5.0
+"""After a failure the store is not asked for this long (a stuck broker would otherwise hold every
+page's poll for `STORE_SECONDS`); snapshots are written again at the next renewal after it."""
 MAX_ORDER_BYTES = 256 * 1024
 """An order (an answer) larger than this is refused."""
 
@@ -80,6 +83,7 @@ class LiveShare(ABC):
         self._listener: asyncio.Task[None] | None = None
         self._writing = asyncio.Lock()
         self._down_logged = False
+        self._down_until = 0.0
         self.listening = asyncio.Event()
         """Set once the listener has subscribed (tests wait for it; orders sent before are lost)."""
 
@@ -130,8 +134,16 @@ class LiveShare(ABC):
                 self._dirty.update(self._tracked)
             await self.flush()
 
+    @property
+    def available(self) -> bool:
+        """False for `DOWN_SECONDS` after the store failed."""
+        return time.monotonic() >= self._down_until
+
     async def _write_marked(self, dirty: set[str]) -> None:
+        if not self.available:
+            return  # written again at the next renewal (every tracked call is, finished ones too)
         rows: list[tuple[str, bytes, float]] = []
+        finished: list[str] = []
         now = time.time()
         for call_id in dirty:
             snapshot = self._tracked.get(call_id)
@@ -140,7 +152,7 @@ class LiveShare(ABC):
             data = {**snapshot(), "instance": self.instance, "renewed_at": now}
             running = bool(data.get("running"))
             if not running:
-                del self._tracked[call_id]  # its last write
+                finished.append(call_id)
             rows.append((call_id, orjson.dumps(data), RUNNING_SECONDS if running else FINISHED_SECONDS))
         if not rows:
             return
@@ -151,6 +163,8 @@ class LiveShare(ABC):
             self._down(error)
         else:
             self._up()
+            for call_id in finished:  # its last write
+                self._tracked.pop(call_id, None)
 
     def forget(self, call_id: str) -> None:
         """No more writes for this call (dropped here)."""
@@ -161,6 +175,8 @@ class LiveShare(ABC):
 
     async def read(self, call_id: str) -> JSONObject | None:
         """The call's last snapshot, None when unknown, expired, or the store cannot say."""
+        if not self.available:
+            return None
         try:
             async with asyncio.timeout(STORE_SECONDS):
                 raw = await self._read(call_id)
@@ -178,7 +194,7 @@ class LiveShare(ABC):
     async def order(self, instance: str, order: JSONObject) -> bool:
         """Send `order` to the gateway `instance` (which runs the call); False when it could not go."""
         payload = orjson.dumps({**order, "to": instance})
-        if len(payload) > MAX_ORDER_BYTES:
+        if len(payload) > MAX_ORDER_BYTES or not self.available:
             return False
         try:
             async with asyncio.timeout(STORE_SECONDS):
@@ -204,6 +220,7 @@ class LiveShare(ABC):
                 logger.exception("an order for a live call failed")
 
     def _down(self, error: BaseException) -> None:
+        self._down_until = time.monotonic() + DOWN_SECONDS
         if not self._down_logged:
             self._down_logged = True
             logger.warning(
@@ -219,6 +236,7 @@ class LiveShare(ABC):
         self._up()
 
     def _up(self) -> None:
+        self._down_until = 0.0
         if self._down_logged:
             self._down_logged = False
             logger.info("live Try-it calls: %s is back", self.broker)
