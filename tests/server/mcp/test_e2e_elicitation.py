@@ -55,6 +55,25 @@ parameters = {{ type = "object", properties = {{ a = {{ type = "integer" }} }}, 
 id = "ask"
 message = "Add {{{{ params.a }}}} to what?"
 schema = {{ type = "object", properties = {{ b = {{ type = "integer", title = "Number" }} }}, required = ["b"] }}
+timeout = "60s"
+
+[[composite_tools.steps]]
+id = "add"
+tool = "ts/add"
+dependsOn = ["ask"]
+arguments = {{ a = "{{{{ params.a }}}}", b = "{{{{ steps.ask.output.content.b }}}}" }}
+
+# The same with 300 ms to answer, for the tests of silence (a loaded machine may take longer than
+# 300 ms to carry an immediate answer, so the questions that are answered get a minute).
+[[composite_tools]]
+name = "ask_add_briefly"
+description = "Ask what to add, briefly"
+parameters = {{ type = "object", properties = {{ a = {{ type = "integer" }} }}, required = ["a"] }}
+
+[[composite_tools.steps]]
+id = "ask"
+message = "Add {{{{ params.a }}}} to what?"
+schema = {{ type = "object", properties = {{ b = {{ type = "integer", title = "Number" }} }}, required = ["b"] }}
 timeout = "300ms"
 
 [[composite_tools.steps]]
@@ -67,6 +86,24 @@ arguments = {{ a = "{{{{ params.a }}}}", b = "{{{{ steps.ask.output.content.b }}
 [[composite_tools]]
 name = "ask_env"
 description = "Ask for an environment, staging unless told otherwise"
+
+[[composite_tools.steps]]
+id = "ask"
+type = "elicitation"
+message = "Which environment?"
+schema = {{ type = "string", enum = ["staging", "prod"] }}
+defaultResponse = "staging"
+timeout = "60s"
+
+[[composite_tools.steps]]
+id = "say"
+tool = "ts/echo"
+dependsOn = ["ask"]
+arguments = {{ text = "env={{{{ steps.ask.output.content }}}} ({{{{ steps.ask.output.defaulted | default('answered') }}}})" }}
+
+[[composite_tools]]
+name = "ask_env_briefly"
+description = "Ask for an environment, briefly"
 
 [[composite_tools.steps]]
 id = "ask"
@@ -267,13 +304,13 @@ async def test_no_answer_in_time(url: str, mode: str) -> None:
     """The user answers after the step's 300 ms: without a default that is a cancel, with one the default."""
     late = User(("accept", {"b": 5}, 0.6))
     async with Client(url, mode=mode, elicitation_callback=late) as client:
-        result = await client.call_tool("ask_add", {"a": 2})
+        result = await client.call_tool("ask_add_briefly", {"a": 2})
     assert result.is_error
     assert "Step 'ask' failed: no answer within 300ms; the workflow stops here" in text(result)
     assert steps(result) == {"ask": "failed", "add": "cancelled"}
     late = User(("accept", {"value": "prod"}, 0.6))
     async with Client(url, mode=mode, elicitation_callback=late) as client:
-        result = await client.call_tool("ask_env", {})
+        result = await client.call_tool("ask_env_briefly", {})
     assert not result.is_error, text(result)
     assert text(result) == "env=staging (timeout)"
 
@@ -425,7 +462,7 @@ async def test_stdio_asks_the_user(config_path: Path, mode: str) -> None:
         ("decline", None),  # guarded_bump: skip_remaining
         ("decline", None),  # ts__wipe approval
         ("accept", {"approve": True}),  # ts__wipe approval
-        ("accept", {"b": 1}, 0.6),  # ask_add, too late
+        ("accept", {"b": 1}, 0.6),  # ask_add_briefly, too late
     )
     progress = Progress()
     async with Client(stdio(config_path), mode=mode, elicitation_callback=user) as client:
@@ -440,7 +477,7 @@ async def test_stdio_asks_the_user(config_path: Path, mode: str) -> None:
         assert await counter(client) == before
         approved = await client.call_tool("ts__wipe", {})
         assert approved.structured_content == {"value": before + 1}
-        late = await client.call_tool("ask_add", {"a": 2})
+        late = await client.call_tool("ask_add_briefly", {"a": 2})
         assert late.is_error and "no answer within 300ms" in text(late)
     assert user.answers == []
 
