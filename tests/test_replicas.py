@@ -1,7 +1,8 @@
 """Three `toolweave serve` replicas (auth on) on one PostgreSQL schema and Redis, behind HAProxy
 round robin without stickiness: any replica serves any request.
 
-One replica set for the module (starting three gateways and HAProxy is the expensive part);
+One replica set for the module (starting three gateways and HAProxy is the expensive part), and
+a second on PostgreSQL alone (no `redis_url`) for the last test;
 the test that kills a replica starts it again on the same port. The backend is
 tests/servers/durableserver.py, its own process, so its log of every call it started
 survives the replicas: that log proves what ran twice and what did not.
@@ -187,13 +188,31 @@ def durable_backend() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def replica_set(durable_backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplicaSet]:
-    home = tmp_path_factory.mktemp("replicas")
+    with _replicas(durable_backend, tmp_path_factory.mktemp("replicas"), os.environ[REDIS_ENV]) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def postgres_replica_set(
+    durable_backend: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReplicaSet]:
+    """The same on PostgreSQL alone: no `redis_url` (sessions, their events, live calls and the
+    change feed go through the database)."""
+    with _replicas(durable_backend, tmp_path_factory.mktemp("replicas-pg"), None) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def _replicas(durable_backend: str, home: Path, redis_url: str | None) -> Iterator[ReplicaSet]:
     base = os.environ[POSTGRES_ENV]
     schema = f"tw_replicas_{uuid.uuid4().hex[:12]}"
     database = f"{base}{'&' if '?' in base else '?'}schema={schema}"
     config = home / "toolweave.yaml"
+    gateway: dict[str, Any] = {"database": database, "sync_interval": "1s"}
+    if redis_url is not None:
+        gateway["redis_url"] = redis_url
     raw = {
-        "gateway": {"database": database, "redis_url": os.environ[REDIS_ENV], "sync_interval": "1s"},
+        "gateway": gateway,
         "backends": [
             {"name": "d", "url": durable_backend, "concurrent": True},
             {"name": "r", "command": PYTHON, "args": [str(SERVERS / "relayserver.py")]},
@@ -632,3 +651,48 @@ async def test_a_try_it_question_and_cancel_are_relayed_to_the_replica_running_t
 
         await poll(stopped, "the cancelled call's result on a third replica", timeout=20)
         await backend(replica_set.backend, "open_gate", label=label)
+
+
+# -- on PostgreSQL alone (no Redis) --------------------------------------------------------------------
+
+
+async def test_without_redis_a_session_a_large_answer_and_a_try_it_call_cross_replicas(
+    postgres_replica_set: ReplicaSet,
+) -> None:
+    """Three replicas on PostgreSQL without Redis, round robin: the SDK client's calls on one session;
+    answers to a backend's question of 20 KB (over NOTIFY's 8000 bytes: relayed through the database
+    to the replica running the call, before: dropped, and that call waited for good); a Try-it call
+    followed to its result."""
+    served = postgres_replica_set
+    big = "A" * 20_000
+
+    async def elicit(_context: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": big})
+
+    async with served.mcp(elicitation_callback=elicit) as client:
+        for index in range(2 * REPLICAS):
+            result = await client.call_tool("d__put", {"label": f"pg-spread-{index}"})
+            assert not result.is_error, (index, result)
+        for _ in range(REPLICAS):  # the answer's POST reaches another replica than the call's, mostly
+            result = await asyncio.wait_for(client.call_tool("r__ask_name", {}), 30)
+            assert not result.is_error and result.content[0].text == f"hello, {big}"  # type: ignore[union-attr]
+
+    label = f"pg-try-{uuid.uuid4().hex[:8]}"
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as browser:
+        csrf = await _ui_login(browser, served.key)
+        call_id = _call_id(
+            await browser.post(
+                "/tools/d__put/try", data={"csrf": csrf, "label": label, "wait": "true"}, headers=HX
+            )
+        )
+        for _ in range(REPLICAS):
+            page = await browser.get(f"/calls/{call_id}", headers=HX)
+            assert page.status_code == 200 and 'id="live-state"' in page.text, page.text[:500]
+        await backend(served.backend, "open_gate", label=label)
+
+        async def finished() -> bool:
+            page = await browser.get(f"/calls/{call_id}", headers=HX)
+            assert page.status_code == 200, page.text[:500]
+            return label in page.text and 'id="live-state"' not in page.text
+
+        await poll(finished, "the call's result on the page", timeout=20)
