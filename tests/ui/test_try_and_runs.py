@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import tw_gates
 from playwright.async_api import expect
 
@@ -54,6 +55,10 @@ async def _bar_ms(bar: Any, which: str) -> float:
     value = await bar.get_attribute(f"data-{which}-ms")
     assert value is not None, f"the bar has no data-{which}-ms"
     return float(value)
+
+
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The test server behind `ts` runs in this process: the pages are the subject, not its stdio child."""
 
 
 def scraper_backend() -> dict[str, Any]:
