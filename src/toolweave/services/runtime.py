@@ -172,6 +172,9 @@ class ServerRuntime:
         self._revocation_watch: asyncio.Task[None] | None = None
         self._backend_watch: asyncio.Task[None] | None = None
         self._pruner: asyncio.Task[None] | None = None
+        self.closing: list[Callable[[], Awaitable[None]]] = []
+        """What the app's other parts ask to have closed first, while backends and the database
+        still serve them (the UI's live calls: a Try-it call still running is cancelled)."""
         self.relay: FederationRelay | None = None
         self.live_share: LiveShare | None = (
             live_share(self.db, config.gateway.redis_url)
@@ -450,6 +453,9 @@ class ServerRuntime:
 
     async def close(self) -> None:
         """Stop in reverse order; each step runs even when an earlier one failed."""
+        for close_first in self.closing:
+            with contextlib.suppress(Exception):
+                await close_first()
         await _end(self._pruner)
         await _end(self._revocation_watch)
         await _end(self._backend_watch)

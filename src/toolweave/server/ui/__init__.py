@@ -53,6 +53,7 @@ def ui_routes(runtime: ServerRuntime, tokens: Any = None, public_url: str = "") 
         return routes
     ui = UiApp(runtime)
     live = LiveCalls(runtime.live_share)
+    runtime.closing.append(live.close)
     pages = Pages(ui, live)
     live_pages = LivePages(ui, live)
     builder = BuilderPages(ui)
