@@ -12,6 +12,7 @@ from playwright.async_api import expect
 
 from support.browser import UiServer, serve_ui_for_module
 from support.configs import named_stdio_backend, python_backend
+from support.inprocess import in_process_testservers
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")  # where the session's Chromium lives
 
@@ -19,8 +20,10 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")  # where the session's Ch
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiServer]:
     raw = {"backends": [named_stdio_backend("ts"), python_backend()]}
-    async with serve_ui_for_module(raw, tmp_path_factory.mktemp("served"), require_auth=True) as served:
-        yield served
+    with pytest.MonkeyPatch.context() as patch:
+        in_process_testservers(patch)  # the test server in this process: the pages are the subject
+        async with serve_ui_for_module(raw, tmp_path_factory.mktemp("served"), require_auth=True) as served:
+            yield served
 
 
 async def logged_in(browser: Any, server: UiServer, *scopes: str) -> Any:
