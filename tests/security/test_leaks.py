@@ -107,6 +107,7 @@ SECRET_WORKFLOW = {
 }
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # the run records, not the process
 async def test_secrets_transformed_by_templates_never_reach_run_records(open_gateway: Any) -> None:
     """A field whose template reads a secret parameter is secret too, whatever the template did to it."""
     gateway = await open_gateway(
@@ -167,6 +168,7 @@ def secret_forms(secret: str) -> set[str]:
     return forms | {form[::-1] for form in forms}
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # the run records, not the process
 async def test_every_form_a_template_makes_of_a_secret_stays_out_of_run_records(open_gateway: Any) -> None:
     """Before, a backend error quoting `{{ params.pw | upper }}`, a later step quoting an earlier
     step's output, and a forEach item (`item[::-1] | title`) put those forms of the secrets in the

@@ -23,6 +23,10 @@ from toolweave.gateway import Gateway
 from toolweave.server.mcp.front import MCPFront
 from toolweave.server.mcp.scopes import METHOD_SCOPES, UNSCOPED_METHODS
 
+pytestmark = pytest.mark.usefixtures("in_process_testserver")
+"""The backend with resources and prompts (tests/servers/testserver.py) in this process: scopes are
+the front's business, not the backend's process."""
+
 READ, CALL = "tools:read", "tools:call"
 MODES = [pytest.param("auto", id="2026-07-28"), pytest.param("legacy", id="2025-11-25")]
 MODERN_HEADERS = {
