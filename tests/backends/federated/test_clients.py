@@ -11,6 +11,8 @@ import asyncio
 import signal
 import time
 
+import pytest
+
 from support.configs import stdio_backend
 from support.federation import (
     FAST_HEARTBEAT,
@@ -127,6 +129,7 @@ async def test_two_clients_of_one_namespace_share_the_calls_and_fail_over(sqlite
                 assert not result.get("isError"), result
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # the gateway's stdio backend: its tools, not its process
 async def test_a_workflow_mixes_backend_and_federated_steps_and_waits_for_its_client(sqlite_app) -> None:
     workflow = {
         "name": "restock_note",
@@ -164,6 +167,7 @@ async def test_a_workflow_mixes_backend_and_federated_steps_and_waits_for_its_cl
         assert "restock_note" in api.gateway.catalog.degraded
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # the gateway's stdio backend: its tools, not its process
 async def test_the_bridge_stops_with_every_reason_when_the_gateway_refuses_it(sqlite_app) -> None:
     api = await sqlite_app({"backends": [stdio_backend("clock")]}, require_auth=True)
     client_key = await api.key("acme", "tools:federate")

@@ -54,6 +54,7 @@ async def test_a_bad_manifest_gets_every_problem_back_then_a_close(sqlite_app) -
     assert api.gateway.catalog.get("crm__fine") is None
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # the gateway's stdio backend: its tools, not its process
 @pytest.mark.parametrize(
     ("namespace", "expected"),
     [
