@@ -9,11 +9,16 @@ import logging
 from collections.abc import Iterator
 
 import httpx
+import mcp_types as types
 import pytest
 
 from support.api import GREETER, AppFactory, without_instance
-from support.configs import python_backend
+from support.configs import config, http_backend, python_backend
+from toolweave.backends.mcp import MCPBackend
+from toolweave.backends.python import PythonBackend
+from toolweave.catalog.catalog import Entry
 from toolweave.services.logs import configure_logging
+from toolweave.services.metrics import Metrics
 
 API = "/api/v1"
 
@@ -94,3 +99,31 @@ async def test_json_logs_are_one_object_per_line(sqlite_app: AppFactory, json_lo
     calls = [line for line in lines if line["logger"] == "toolweave.calls"]
     assert calls and calls[0]["tool"] == "py__greet" and calls[0]["backend"] == "py"
     assert "logged-argument-value" not in json_logs.getvalue()  # argument values are never logged
+
+
+def test_label_children_follow_the_entry_a_name_has_now() -> None:
+    """`Metrics.observe` looks the label children up once per entry and tenant: an entry replaced
+    under the same name (a backend reconfigured, a refresh) counts under its own labels, each tenant
+    under its own, and a result status gets its series only when first seen."""
+    settings = config(http_backend("a", "http://127.0.0.1:9/mcp"), python_backend("p")).backends
+    tool = types.Tool(name="echo", input_schema={"type": "object"})
+    before = Entry(name="x__echo", tool=tool, backend=MCPBackend(settings[0]), backend_tool="echo")
+    after = Entry(name="x__echo", tool=tool, backend=PythonBackend(settings[1]), backend_tool="echo")
+    ok = types.CallToolResult(content=[types.TextContent(type="text", text="hi")])
+    failed = types.CallToolResult(content=[types.TextContent(type="text", text="no")], is_error=True)
+    metrics = Metrics(instance="test")
+    value = metrics.registry.get_sample_value
+    for entry, result, tenant in ((before, ok, None), (before, ok, None), (after, failed, None)):
+        metrics.observe(entry, result, 0.002, tenant)
+    metrics.observe(before, ok, 0.002, "acme")
+    labels = {"tool": "x__echo", "backend": "a", "kind": "backend", "tenant": ""}
+    assert value("toolweave_tool_calls_total", labels) == 2
+    assert value("toolweave_tool_errors_total", labels) == 0
+    assert value("toolweave_tool_call_seconds_count", labels) == 2
+    assert value("toolweave_tool_calls_total", {**labels, "tenant": "acme"}) == 1
+    assert value("toolweave_tool_calls_total", {**labels, "backend": "p"}) == 1
+    assert value("toolweave_tool_errors_total", {**labels, "backend": "p"}) == 1
+    assert value("toolweave_tool_results_total", {"source": "backend", "status": "ok"}) == 3
+    assert value("toolweave_tool_results_total", {"source": "backend", "status": "error"}) is None
+    assert value("toolweave_tool_results_total", {"source": "python", "status": "error"}) == 1
+    assert value("toolweave_tool_results_total", {"source": "python", "status": "ok"}) is None

@@ -4,8 +4,8 @@ The executor calls `Metrics.observe` after every call it dispatched (client
 calls and every inner call of a composite), so nothing is counted twice and
 nothing is missed. Labels come only from the catalog and the caller's
 authenticated tenant (never from a name a client typed), which keeps the
-number of series bounded. The cost per call is a few dict lookups: label
-children are cached per (tool, backend, kind, tenant).
+number of series bounded. The cost per call is one dict lookup and the Prometheus client's own
+additions: the label children are looked up once per catalog entry and tenant (`_Series`).
 
 Who reads what: the operator (tenant None) every series; a tenant only the
 series labelled with its own tenant, and the tool count it is listed, so a
@@ -84,33 +84,32 @@ class Metrics:
         )
         self._children: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
         self._results: dict[tuple[str, str], Any] = {}
+        self._series: dict[tuple[str, str | None], _Series] = {}
+        """(tool name, tenant) → the label children its calls go to, for the entry last seen."""
 
     def observe(
         self, entry: Entry, result: types.CallToolResult, seconds: float, tenant: str | None = None
     ) -> None:
         """The gateway's `call_observer` (`tenant`: the caller's): must stay cheap and must never raise."""
         try:
-            outcome = (origin(entry)[0], "error" if result.is_error else "ok")
-            counter = self._results.get(outcome)
-            if counter is None:
-                counter = self._results[outcome] = self.results.labels(*outcome)
-            counter.inc()
-            key = (
-                entry.name,
-                entry.backend.name if entry.backend is not None else COMPOSITE_BACKEND,
-                entry.kind,
-                tenant if tenant is not None else OPERATOR_TENANT,
-            )
-            children = self._children.get(key)
-            if children is None:
-                children = (self.calls.labels(*key), self.errors.labels(*key), self.latency.labels(*key))
-                self._children[key] = children
-            calls, errors, latency = children
-            calls.inc()
-            latency.observe(seconds)
+            series = self._series.get((entry.name, tenant))
+            if series is None or series.entry is not entry:
+                series = self._series[(entry.name, tenant)] = self._series_of(entry, tenant)
+            series.calls.inc()
+            series.latency.observe(seconds)
             if result.is_error:
-                errors.inc()
+                series.errors.inc()
+                failed = series.failed
+                if failed is None:
+                    failed = series.failed = self._result(series.source, "error")
+                failed.inc()
+            else:
+                ok = series.ok
+                if ok is None:
+                    ok = series.ok = self._result(series.source, "ok")
+                ok.inc()
             if logger.isEnabledFor(logging.DEBUG):
+                key = series.key
                 logger.debug(
                     "tool call",
                     extra={
@@ -124,6 +123,29 @@ class Metrics:
         except Exception:
             logger.debug("recording metrics failed", exc_info=True)
 
+    def _series_of(self, entry: Entry, tenant: str | None) -> _Series:
+        """The label children of one catalog entry's calls by one tenant (looked up once per entry
+        and tenant: a replaced entry of the same name, e.g. after a refresh, is looked up anew)."""
+        key = (
+            entry.name,
+            entry.backend.name if entry.backend is not None else COMPOSITE_BACKEND,
+            entry.kind,
+            tenant if tenant is not None else OPERATOR_TENANT,
+        )
+        children = self._children.get(key)
+        if children is None:
+            children = (self.calls.labels(*key), self.errors.labels(*key), self.latency.labels(*key))
+            self._children[key] = children
+        return _Series(entry, key, origin(entry)[0], *children)
+
+    def _result(self, source: str, status: str) -> Any:
+        """The `toolweave_tool_results` child of (source, status), made on its first call (a status
+        never seen has no series)."""
+        counter = self._results.get((source, status))
+        if counter is None:
+            counter = self._results[(source, status)] = self.results.labels(source, status)
+        return counter
+
     def render(self, gateway: Any, tenant: str | None = None) -> tuple[bytes, str]:
         """The exposition text for the operator (`tenant` None: every series) or for one tenant
         (its own series only); backend and catalog gauges are refreshed at scrape time."""
@@ -134,6 +156,25 @@ class Metrics:
             return generate_latest(Labelled(self.registry, self.instance)), CONTENT_TYPE_LATEST
         view = TenantView(self.registry, tenant, len(gateway.catalog.listed_for(tenant)))
         return generate_latest(Labelled(view, self.instance)), CONTENT_TYPE_LATEST
+
+
+class _Series:
+    """What one catalog entry's calls by one tenant count into: its label children (the counters of
+    `toolweave_tool_results` made on first use, so a status never seen has no series)."""
+
+    __slots__ = ("calls", "entry", "errors", "failed", "key", "latency", "ok", "source")
+
+    def __init__(
+        self, entry: Entry, key: tuple[str, str, str, str], source: str, calls: Any, errors: Any, latency: Any
+    ) -> None:
+        self.entry = entry
+        self.key = key
+        self.source = source
+        self.calls = calls
+        self.errors = errors
+        self.latency = latency
+        self.ok: Any = None
+        self.failed: Any = None
 
 
 class Labelled:
