@@ -1,5 +1,8 @@
 """The assembled gateway with real backends: concurrent startup, failures that stay local, crash and
-restart mid-session, list changes, resources and prompts, run records."""
+restart mid-session, list changes, resources and prompts, run records.
+
+Tests whose subject is the child process (start-up, crash, garbage on stdout, stop) start the test
+server as one; the others run the same server in this process (`in_process_testserver`)."""
 
 from __future__ import annotations
 
@@ -122,6 +125,7 @@ async def test_garbage_and_tool_errors_do_not_disturb_other_calls(open_gateway: 
     assert gateway.backends["ts"].status == "connected"
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # not about the process: the test server in-process
 async def test_list_changed_rebuilds_the_catalog_and_tells_listeners(open_gateway: OpenGateway) -> None:
     gateway = await open_gateway({"backends": [stdio_backend(), python_backend()]})
     changed = asyncio.Event()
@@ -134,6 +138,7 @@ async def test_list_changed_rebuilds_the_catalog_and_tells_listeners(open_gatewa
     unsubscribe()
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # not about the process: the test server in-process
 async def test_tools_stay_in_their_namespace_after_a_change(open_gateway: OpenGateway) -> None:
     gateway = await open_gateway(
         {"backends": [stdio_backend(hide=["dyn_hidden"], tools={"dyn_renamed": {"name": "renamed_dyn"}})]}
@@ -146,6 +151,7 @@ async def test_tools_stay_in_their_namespace_after_a_change(open_gateway: OpenGa
     assert "renamed_dyn" in listed and "ts__dyn_renamed" not in listed and "ts__dyn_hidden" not in listed
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # not about the process: the test server in-process
 async def test_name_conflicts_are_reported_and_the_rest_is_served(open_gateway: OpenGateway) -> None:
     gateway = await open_gateway(
         {"backends": [stdio_backend("one", namespace=False), stdio_backend("two", namespace=False)]}
@@ -161,6 +167,7 @@ async def test_name_conflicts_are_reported_and_the_rest_is_served(open_gateway: 
     assert gateway.catalog.lookup("two/search").backend.name == "two"
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # not about the process: the test server in-process
 async def test_resources_and_prompts_are_namespaced(open_gateway: OpenGateway) -> None:
     gateway = await open_gateway(
         {
@@ -183,6 +190,7 @@ async def test_resources_and_prompts_are_namespaced(open_gateway: OpenGateway) -
     assert owner.name == "bare" and original == "greet"
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # not about the process: the test server in-process
 async def test_run_records_redact_secret_arguments(open_gateway: OpenGateway) -> None:
     gateway = await open_gateway({"backends": [stdio_backend()], "gateway": {"record_direct_calls": True}})
     result = await gateway.call("ts__secret_echo", {"password": "hunter2"})
