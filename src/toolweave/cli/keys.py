@@ -70,7 +70,7 @@ def keys_create(
 
 def _created_here(url: str, tenant: str, scopes: list[str], name: str | None) -> dict[str, Any]:
     """The same body `POST /api/v1/keys` answers."""
-    from toolweave.server.api.present import key_out
+    from toolweave.server.api.records import key_out
     from toolweave.store import KeyRepository
 
     info, secret = with_database(
@@ -118,7 +118,7 @@ def keys_list(
 
 def _listed_here(url: str, tenant: str | None) -> list[dict[str, Any]]:
     """The same rows `GET /api/v1/keys` answers."""
-    from toolweave.server.api.present import key_out
+    from toolweave.server.api.records import key_out
     from toolweave.store import KeyRepository
 
     keys = with_database(url, lambda db: KeyRepository(db).list(tenant))
@@ -155,7 +155,7 @@ def keys_revoke(
 
 def _revoked_here(config: Any, database: str | None, key_id: str) -> dict[str, Any]:
     """Revoke in the database and announce it on the change feed; {} when there is no such key."""
-    from toolweave.server.api.present import key_out
+    from toolweave.server.api.records import key_out
     from toolweave.store import KeyRepository, NotFound
 
     redis_url = config_redis_url(config, database)

@@ -43,7 +43,7 @@ runs_app = typer.Typer(help="Run records of composite (and recorded direct) call
 
 def _run_dict(record: Any) -> dict[str, Any]:
     """The same body `GET /api/v1/runs/{id}` answers."""
-    from toolweave.server.api.present import run_out
+    from toolweave.server.api.records import run_out
 
     return run_out(record).model_dump(mode="json")
 

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from toolweave.actor import Actor
 from toolweave.executor import Session
-from toolweave.server.api import present
+from toolweave.server.api import records
 from toolweave.server.api.deps import ADMIN, actor, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import KeyCreate, KeyCreated, KeyList, KeyOut
@@ -41,7 +41,7 @@ async def list_keys(
     rt: ServerRuntime = Depends(runtime),
 ) -> KeyList:
     keys = await rt.keys.list(_tenant_for(caller, tenant))
-    return KeyList(keys=[present.key_out(info) for info in keys])
+    return KeyList(keys=[records.key_out(info) for info in keys])
 
 
 @router.post("", response_model=KeyCreated, status_code=201, summary="Create a key (shown once)")
@@ -63,7 +63,7 @@ async def create_key(
         info, secret = await rt.keys.create(tenant, body.scopes, body.name, actor=who)
     except (ValueError, StoreError) as error:
         raise ApiError(422, "invalid", str(error)) from None
-    return KeyCreated(key=present.key_out(info), secret=secret)
+    return KeyCreated(key=records.key_out(info), secret=secret)
 
 
 @router.post("/{id}/revoke", response_model=KeyOut, summary="Revoke a key now")
@@ -78,4 +78,4 @@ async def revoke_key(
         info = await rt.revoke_key(id, caller.tenant, actor=who)
     except NotFound:
         raise ApiError(404, "not_found", f"no API key {id!r}") from None
-    return present.key_out(info)
+    return records.key_out(info)

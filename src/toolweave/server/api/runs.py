@@ -12,7 +12,7 @@ from toolweave.executor import Session
 from toolweave.executor.errors import ResumeError
 from toolweave.executor.resume import resume_run
 from toolweave.runs import MAX_LISTED
-from toolweave.server.api import present
+from toolweave.server.api import present, records
 from toolweave.server.api.deps import CALL, READ, actor, require, runtime
 from toolweave.server.api.errors import ApiError
 from toolweave.server.api.models import CallResult, ResumeRequest, RunList, RunOut
@@ -43,8 +43,8 @@ async def list_runs(
     if caller.tenant is not None and tenant is not None and tenant != caller.tenant:
         raise ApiError(403, "forbidden", f"this API key acts for tenant {caller.tenant!r}, not {tenant!r}")
     wanted = caller.tenant if caller.tenant is not None else tenant
-    records = await rt.runs.list_runs(tenant=wanted, tool=tool, status=status, limit=limit)
-    return RunList(runs=[present.run_out(record) for record in records])
+    found = await rt.runs.list_runs(tenant=wanted, tool=tool, status=status, limit=limit)
+    return RunList(runs=[records.run_out(record) for record in found])
 
 
 @router.get("/{id}", response_model=RunOut, summary="One run with its steps")
@@ -56,7 +56,7 @@ async def get_run(
     record = await rt.runs.get_run(id, caller.tenant)
     if record is None:
         raise ApiError(404, "not_found", f"run {id!r} not found")
-    return present.run_out(record)
+    return records.run_out(record)
 
 
 @router.post("/{id}/resume", response_model=CallResult, summary="Resume an interrupted run")
