@@ -12,7 +12,8 @@ The call observed is the one of bench scenario A (`b1__echo` on an HTTP MCP back
 operator, a successful result, 2.5 ms); also a tenant's call and an error. `events` is measured
 as a served gateway runs it with the `warning` log level (the bench's): nobody subscribed, no
 Redis relay; `events+sub`: one subscriber of `GET /api/v1/events` that takes every event (its
-queue emptied between runs, untimed).
+queue emptied between runs, untimed); `events-info`: nobody subscribed, at the `info` log level
+(`gateway.log_level`'s default): the trace line of every call, text format, written to /dev/null.
 
 Each tree (`--before TREE`, e.g. a `git worktree` of the commit before a change; and this one)
 runs in its own process importing its own `src/`, in interleaved rounds; the median of the rounds'
@@ -35,7 +36,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = "--child"
-PIECES = ("metrics", "stats", "events", "all", "all-tenant", "all-error", "events+sub")
+PIECES = ("metrics", "stats", "events", "all", "all-tenant", "all-error", "events+sub", "events-info")
 
 
 def _least(run: Callable[[], None], calls: int, times: int, between: Callable[[], None] | None) -> float:
@@ -60,6 +61,7 @@ def _child(argv: list[str]) -> None:
     from toolweave.catalog.catalog import Entry
     from toolweave.config import parse_config
     from toolweave.services.events import EventStream
+    from toolweave.services.logs import TEXT_FORMAT
     from toolweave.services.metrics import Metrics
     from toolweave.services.stats import ToolStats
     from toolweave.store.stats import StatsRepository
@@ -102,9 +104,22 @@ def _child(argv: list[str]) -> None:
         "all-error": every(failed, None),
         "events+sub": lambda: listening.observe(entry, ok, seconds, None, "bench"),
     }
+    devnull = open(os.devnull, "w")  # noqa: SIM115  # closed at exit
+    handler = logging.StreamHandler(devnull)
+    handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    trace = logging.getLogger("toolweave.trace")
+
+    def logged() -> None:
+        events.observe(entry, ok, seconds, None, "bench")
+
+    pieces["events-info"] = logged
     assert set(pieces) == set(PIECES)
     figures: dict[str, Any] = {"src": str(Path(toolweave.__file__).parent)}
     for name in PIECES:
+        if name == "events-info":  # `configure_logging("info")`: the root's handler, at INFO
+            logging.getLogger().addHandler(handler)
+            logging.getLogger("toolweave").setLevel(logging.INFO)
+            assert trace.isEnabledFor(logging.INFO)
         pieces[name]()  # first call: label children created, caches filled
         figures[name] = _least(pieces[name], calls, times, drain)
     assert subscriber.queue.qsize() == 0 or subscriber.queue.get_nowait()["type"] == "tool_result"
