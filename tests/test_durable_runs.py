@@ -17,6 +17,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from toolweave.runs import RunRecord, StepRecord, new_run_id
 from toolweave.server.app import server_app
 from toolweave.store import Database, KeyRepository, SqlRunStore
 
+runner = CliRunner()
 POSTGRES_ENV = "TOOLWEAVE_TEST_POSTGRES_URL"
 SECRET_KEY = "durable-runs-test-secret"
 TOKEN = "tok-SECRET-4711"
@@ -503,8 +505,21 @@ def serve(env: dict[str, str]) -> Iterator[Callable[[Path], Awaitable[Served]]]:
         served.kill()
 
 
-def toolweave(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(TOOLWEAVE), *args], capture_output=True, text=True, timeout=120, env=env)
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def toolweave(*args: str) -> Ran:
+    """`toolweave ARGS` through Typer's `CliRunner` in this process, where the `env` fixture set the same
+    HOME and secret key as for the gateways: these commands are not about their process, and one would
+    spend 1-3 s importing (the killed gateway is a real process)."""
+    done = runner.invoke(cli_app, list(args))
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception
+    return Ran(done.exit_code, done.stdout, done.stderr)
 
 
 async def call_over_mcp(url: str, tool: str, arguments: dict[str, Any]) -> None:
@@ -546,7 +561,7 @@ async def test_a_killed_gateway_s_run_is_resumed_without_repeating_completed_ste
         for task in calls:
             task.cancel()
         await asyncio.gather(*calls, return_exceptions=True)
-    runs = {run["tool"]: run["id"] for run in await asyncio.to_thread(_runs_in_db, env, config)}
+    runs = {run["tool"]: run["id"] for run in await asyncio.to_thread(_runs_in_db, config)}
     for label in ("second", "third"):  # the orphaned calls may finish now; resumed ones must not block
         await backend(durable_server, "open_gate", label=f"{tag}-{label}")
 
@@ -557,8 +572,8 @@ async def test_a_killed_gateway_s_run_is_resumed_without_repeating_completed_ste
 
     await poll(interrupted, "the killed gateway's runs to become interrupted")
 
-    async def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return await asyncio.to_thread(toolweave, env, *args, "-c", str(config))
+    async def cli(*args: str) -> Ran:
+        return await asyncio.to_thread(toolweave, *args, "-c", str(config))
 
     listed = json.loads((await cli("runs", "--status", "interrupted", "--json")).stdout)
     assert {run["id"] for run in listed} == set(runs.values())
@@ -612,16 +627,13 @@ async def test_a_killed_gateway_s_run_is_resumed_without_repeating_completed_ste
     await assert_no_plaintext(database)
 
 
-def _runs_in_db(env: dict[str, str], config: Path) -> list[dict[str, Any]]:
-    listed = toolweave(env, "runs", "--json", "-c", str(config))
+def _runs_in_db(config: Path) -> list[dict[str, Any]]:
+    listed = toolweave("runs", "--json", "-c", str(config))
     assert listed.returncode == 0, listed.stderr
     return json.loads(listed.stdout)
 
 
 # -- the CLI's own refusals (no gateway needed) -----------------------------------------------------------
-
-
-runner = CliRunner()
 
 
 @pytest.mark.parametrize(
