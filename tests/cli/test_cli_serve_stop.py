@@ -15,12 +15,14 @@ from pathlib import Path
 import httpx
 import pytest
 from mcp import Client
+from typer.testing import CliRunner
 
 from support.configs import python_backend
 from support.fixtures import WriteConfig
 from support.paths import TOOLWEAVE
 from support.processes import free_port, stop_process, subprocess_env, wait_for_port, wait_until
 from support.results import text
+from toolweave.cli import app
 
 NAPPING = {
     "name": "nap_then_greet",
@@ -129,13 +131,9 @@ async def test_two_presses_stop_a_running_workflow_cleanly_and_leave_it_resumabl
     stderr = served.stderr
     assert "Traceback" not in stderr and "CancelledError" not in stderr, stderr
     assert served.said("stopping 1 call now"), stderr
+    # read from the database in this process (a thread: the command runs its own event loop)
     shown = await asyncio.to_thread(
-        subprocess.run,
-        [str(TOOLWEAVE), "runs", "show", run_id, "--database", served.database],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=60,
+        CliRunner().invoke, app, ["runs", "show", run_id, "--database", served.database]
     )
     assert json.loads(shown.stdout)["status"] == "interrupted", shown.stdout + shown.stderr
 
