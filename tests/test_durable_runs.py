@@ -17,7 +17,6 @@ import signal
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from mcp import Client
 from sqlalchemy import text as sql
 from typer.testing import CliRunner
 
+from support.cli import Ran, toolweave_here, toolweave_here_async
 from support.paths import PYTHON, SERVERS, TOOLWEAVE
 from support.processes import free_port, stop_process, subprocess_env, wait_for_port
 from toolweave.cli import app as cli_app
@@ -37,7 +37,6 @@ from toolweave.runs import RunRecord, StepRecord, new_run_id
 from toolweave.server.app import server_app
 from toolweave.store import Database, KeyRepository, SqlRunStore
 
-runner = CliRunner()
 POSTGRES_ENV = "TOOLWEAVE_TEST_POSTGRES_URL"
 SECRET_KEY = "durable-runs-test-secret"
 TOKEN = "tok-SECRET-4711"
@@ -505,23 +504,6 @@ def serve(env: dict[str, str]) -> Iterator[Callable[[Path], Awaitable[Served]]]:
         served.kill()
 
 
-@dataclass(frozen=True)
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def toolweave(*args: str) -> Ran:
-    """`toolweave ARGS` through Typer's `CliRunner` in this process, where the `env` fixture set the same
-    HOME and secret key as for the gateways: these commands are not about their process, and one would
-    spend 1-3 s importing (the killed gateway is a real process)."""
-    done = runner.invoke(cli_app, list(args))
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        raise done.exception
-    return Ran(done.exit_code, done.stdout, done.stderr)
-
-
 async def call_over_mcp(url: str, tool: str, arguments: dict[str, Any]) -> None:
     async with Client(url) as client:
         await client.call_tool(tool, arguments)
@@ -572,8 +554,8 @@ async def test_a_killed_gateway_s_run_is_resumed_without_repeating_completed_ste
 
     await poll(interrupted, "the killed gateway's runs to become interrupted")
 
-    async def cli(*args: str) -> Ran:
-        return await asyncio.to_thread(toolweave, *args, "-c", str(config))
+    async def cli(*args: str) -> Ran:  # not about their process: in this process (support.cli)
+        return await toolweave_here_async(*args, "-c", str(config))
 
     listed = json.loads((await cli("runs", "--status", "interrupted", "--json")).stdout)
     assert {run["id"] for run in listed} == set(runs.values())
@@ -628,12 +610,15 @@ async def test_a_killed_gateway_s_run_is_resumed_without_repeating_completed_ste
 
 
 def _runs_in_db(config: Path) -> list[dict[str, Any]]:
-    listed = toolweave("runs", "--json", "-c", str(config))
+    listed = toolweave_here("runs", "--json", "-c", str(config))
     assert listed.returncode == 0, listed.stderr
     return json.loads(listed.stdout)
 
 
 # -- the CLI's own refusals (no gateway needed) -----------------------------------------------------------
+
+
+runner = CliRunner()
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,6 @@ are recorded, so run records show exactly which backend tools were called.
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +16,8 @@ import pytest
 import pytest_asyncio
 from mcp import Client
 
+from support.cli import toolweave_here_async
 from support.configs import stdio_testserver, write_toml
-from support.paths import TOOLWEAVE
 from support.results import inner_records, meta, texts
 from toolweave import Gateway
 
@@ -525,22 +523,14 @@ EXPECTED_PROBLEMS = [
 ]
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # what validate says, not its process or the servers'
 async def test_validate_reports_every_problem_at_once_with_its_path(tmp_path: Path) -> None:
     path = write_toml(
         tmp_path, BAD_CONFIG.format(alpha=stdio_testserver("alpha"), beta=stdio_testserver("beta"))
     )
-    process = await asyncio.create_subprocess_exec(
-        str(TOOLWEAVE),
-        "validate",
-        "-c",
-        str(path),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "COLUMNS": "500", "NO_COLOR": "1"},
-    )
-    stdout, stderr = await process.communicate()
-    output = stderr.decode()
-    assert process.returncode == 1, (stdout, output)
+    done = await toolweave_here_async("validate", "-c", str(path), env={"COLUMNS": "500", "NO_COLOR": "1"})
+    output = done.stderr
+    assert done.returncode == 1, (done.stdout, output)
     # validate first says what it waits for ("connecting 2 backend(s) (at most 10 s)…"), then the report
     report = [line for line in output.splitlines() if not line.startswith("connecting ")]
     lines = [line.strip().removeprefix("• ") for line in report[1:]]

@@ -24,9 +24,9 @@ import pytest
 import pytest_asyncio
 from mcp import Client
 
+from support.cli import toolweave_here_async
 from support.configs import stdio_testserver, toml_value, write_toml
-from support.paths import PYTHON, ROOT, SERVERS, TOOLWEAVE
-from support.processes import subprocess_env
+from support.paths import PYTHON, ROOT, SERVERS
 from support.results import inner_records, meta, texts
 from toolweave import Gateway
 
@@ -844,6 +844,7 @@ async def test_through_the_mcp_front(mcp_url: str, mode: str) -> None:
 # -- cycles and unknown dependencies: `toolweave validate` -----------------------------------------
 
 
+@pytest.mark.usefixtures("in_process_testserver")  # what validate says, not its process or the servers'
 async def test_validate_reports_cycles_and_unknown_dependencies(tmp_path: Path) -> None:
     text = (
         stdio_testserver("alpha")
@@ -913,19 +914,9 @@ arguments = { text = "late" }
 """
     )
     path = write_toml(tmp_path, text)
-    process = await asyncio.create_subprocess_exec(
-        str(TOOLWEAVE),
-        "validate",
-        "-c",
-        str(path),
-        env={**subprocess_env(), "COLUMNS": "400"},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):  # a hang guard only
-        out, err = await process.communicate()
-    output = " ".join((out + err).decode().split())
-    assert process.returncode == 1, output
+    done = await toolweave_here_async("validate", "-c", str(path), env={"COLUMNS": "400"})
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1, output
     assert "composite_tools[0].steps[0].dependsOn: dependency cycle: a → c → b → a" in output
     assert "composite_tools[1].steps[0].dependsOn" in output and "'nonexistent'" in output
     assert "composite_tools[2]: composites call each other in a cycle: ping → pong → ping" in output
