@@ -334,7 +334,7 @@ async def test_http_backend_survives_a_server_restart(open_backend: OpenBackend)
     assert down.is_error and "backend 'remote'" in text(down)
     await wait_until(lambda: backend.status != "connected", what="outage noticed")
     with http_testserver(port):
-        await wait_until(lambda: backend.status == "connected", timeout=10, what="reconnected")
+        await wait_until(lambda: backend.status == "connected", what="reconnected")
         assert text(await backend.call_tool("echo", {"text": "back"})) == "back"
 
 

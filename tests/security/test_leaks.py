@@ -67,7 +67,7 @@ async def test_a_stdio_backends_stderr_becomes_structured_scrubbed_log_lines(
     def relayed() -> list[logging.LogRecord]:
         return [r for r in caplog.records if r.name == "toolweave.stderr.noisy"]
 
-    await wait_until(lambda: len(relayed()) >= 2, timeout=10, what="two relayed stderr lines")
+    await wait_until(lambda: len(relayed()) >= 2, what="two relayed stderr lines")
     formatter = JsonFormatter()
     for record in relayed():
         line = formatter.format(record)

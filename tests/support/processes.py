@@ -15,8 +15,12 @@ from typing import Any
 from support.paths import APISERVER, HEADERSERVER, PYTHON, SERVERS, TESTSERVER
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    """Poll a condition (a backend's status, a catalog change) until it holds."""
+async def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    """Poll a condition (a backend's status, a catalog change) until it holds.
+
+    It returns as soon as it holds; the timeout only bounds a failure. 30 s, not 5: conditions that
+    hold within milliseconds on an idle machine took over 5 s in a whole run at load ~12 (test_relays'
+    log after a call, a cancelled call leaving the backend), failing tests on the clock."""
     async with asyncio.timeout(timeout):
         while not predicate():  # noqa: ASYNC110 - polls state that has no event to wait on
             await asyncio.sleep(0.02)

@@ -341,8 +341,8 @@ async def test_an_unreachable_document_fails_the_backend_then_recovers(
     from support.processes import api_testserver, wait_until
 
     with api_testserver(port):
-        await wait_until(lambda: backend.status == "connected", timeout=10, what="the backend to load")
-        await wait_until(lambda: gw.catalog.get("later__getPet") is not None, timeout=5)
+        await wait_until(lambda: backend.status == "connected", what="the backend to load")
+        await wait_until(lambda: gw.catalog.get("later__getPet") is not None)
         pet = await gw.call("later__getPet", {"id": 2})
         assert not pet.is_error and pet.structured_content is not None
 
