@@ -36,6 +36,7 @@ from toolweave import Gateway
 from toolweave.config import parse_config
 from toolweave.executor import Session
 from toolweave.server.app import server_app
+from toolweave.services import change_feed, federation_relay
 from toolweave.services.change_feed import Change, ChangeFeed, announce, plan
 from toolweave.services.errors import SyncError
 from toolweave.services.runtime import ServerRuntime
@@ -577,11 +578,21 @@ async def test_a_change_while_redis_is_down_is_polled_and_events_resume_after_re
         await proxy.close()
 
 
-async def test_an_unreachable_redis_at_startup_does_not_stop_the_gateway(pg_url: str) -> None:
+async def test_an_unreachable_redis_at_startup_does_not_stop_the_gateway(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nor hold its start: a broker that refuses the connection is not waited for (each listener's
+    first-attempt bound set to an hour here, so a start waiting for a subscription would time out)."""
+    monkeypatch.setattr(change_feed, "FIRST_CONNECT_SECONDS", HOUR)
+    monkeypatch.setattr(federation_relay, "FIRST_ATTEMPT_SECONDS", HOUR)
     dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     a = make_node(pg_url, redis=dead, interval=0.1)
     b = make_node(pg_url, redis=dead, interval=0.1)
-    async with started(a), started(b), a.client() as api:
+    async with contextlib.AsyncExitStack() as stack:
+        async with asyncio.timeout(3 * WAIT):  # a hang guard: an hour's wait fails here
+            await stack.enter_async_context(started(a))
+            await stack.enter_async_context(started(b))
+        api = await stack.enter_async_context(a.client())
         assert not a.feed.connected and not b.feed.connected
         assert (await api.post(f"{API}/composite-tools", json={"definition": GREETER})).status_code == 201
         await eventually(lambda: _true("greeter" in listed(b)), "B polls the new tool")

@@ -38,6 +38,9 @@ from toolweave.store import Database
 
 logger = logging.getLogger("toolweave.federation.relay")
 
+FIRST_ATTEMPT_SECONDS = 5.0
+"""How long `start()` waits for the listener's first subscription attempt: a broker that refuses the
+connection ends the wait at once, one that does not answer at all ends it here."""
 PUBLISH_SECONDS = 5.0
 """The longest a publish to Redis may take before it counts as Redis being down."""
 ANNOUNCE_SECONDS = 2.0
@@ -94,7 +97,8 @@ class FederationRelay:
         """Calls relayed TO this gateway, by id (a cancel message cancels one)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._announce_now = asyncio.Event()
-        self._subscribed = asyncio.Event()
+        self._first_attempt = asyncio.Event()
+        """Set once the listener has subscribed or failed to: `start()` waits for either, not for success."""
         self.relayed_calls = 0
         self._down_logged = False
         self._refused: set[tuple[str, str]] = set()
@@ -109,7 +113,7 @@ class FederationRelay:
             asyncio.create_task(self._announcer(), name="federation-relay-announce"),
         ]
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._subscribed.wait(), 5)
+            await asyncio.wait_for(self._first_attempt.wait(), FIRST_ATTEMPT_SECONDS)
         try:
             await self._publish(self.registry_channel, {"t": "hello", "from": self.instance})
         except Exception as error:  # noqa: BLE001 - Redis down at startup: serving goes on, the relay retries
@@ -290,6 +294,7 @@ class FederationRelay:
 
     def _down(self, error: BaseException) -> None:
         """Log a Redis outage once (until it is back); calls to other gateways' clients fail meanwhile."""
+        self._first_attempt.set()
         if not self._down_logged:
             logger.warning("federation relay: Redis unavailable (%s); retrying", error)
             self._down_logged = True
@@ -303,7 +308,7 @@ class FederationRelay:
         await follow_channels(self._redis, channels, self._received, self._down, self._subscribed_now)
 
     def _subscribed_now(self) -> None:
-        self._subscribed.set()
+        self._first_attempt.set()
         if self._down_logged:
             logger.info("federation relay: Redis is back")
             self._down_logged = False
