@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import pytest
 import uvicorn
+from sse_starlette.sse import AppStatus
 
 from toolweave.cli import stopping
 from toolweave.cli.stopping import GatewayServer
@@ -30,6 +31,17 @@ def _server() -> GatewayServer:
 def _an_hour_per_tick(monkeypatch: pytest.MonkeyPatch) -> None:
     """A tick longer than any test: only the wake-up can end the loop."""
     monkeypatch.setattr(stopping, "TICK", 3600.0)
+
+
+@pytest.fixture(autouse=True)
+def _sse_flags_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sse-starlette's `AppStatus` is process-wide and its `handle_exit` is uvicorn's: a signal handled
+    outside `serve()` (which turns the drain off) sets `should_exit`, and every SSE stream this worker
+    serves afterwards would end at once. Restored after each test."""
+    monkeypatch.setattr(AppStatus, "should_exit", AppStatus.should_exit)
+    monkeypatch.setattr(
+        AppStatus, "enable_automatic_graceful_drain", AppStatus.enable_automatic_graceful_drain
+    )
 
 
 async def _ticking(server: GatewayServer) -> asyncio.Task[None]:
