@@ -31,18 +31,27 @@ pytest_plugins = ["support.api"]
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """Spread the run over every core (pytest-xdist, `-n auto --dist loadscope`: a module and its
+    """Spread the run over `_workers()` processes (pytest-xdist, `--dist loadscope`: a module and its
     module fixtures stay on one worker) unless told otherwise: `-n N` (`-n 0`: in this process),
     `-p no:xdist`, `--pdb`. Here rather than in addopts so a venv without xdist still runs."""
     _write_bytecode()
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
         return
     if config.option.numprocesses is None and not config.option.usepdb:
-        config.option.numprocesses = "auto"
+        config.option.numprocesses = _workers()
         if config.option.dist == "no" and not config.option.distload:
             config.option.dist = "loadscope"
     if config.option.dist == "loadscope":
         config.option.loadscopereorder = False  # the order of pytest_collection_modifyitems below
+
+
+def _workers() -> int:
+    """One worker more than the cores this process may use: a third of a test's time is spent
+    waiting on the processes, sockets and browser it drives, so one worker per core leaves the
+    cores a third idle. On an idle 2-core machine, side by side (2,179 tests): 2 workers 559 s,
+    3 workers 488 s, 4 workers 473 s at twice the load (CONTRIBUTING.md, "Test suite")."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + 1
 
 
 def _write_bytecode() -> None:
@@ -56,25 +65,41 @@ def _write_bytecode() -> None:
 
 COSTLIEST_FIRST = (
     "test_oauth_client.py",
-    "test_docs_run.py",
     "test_replicas.py",
+    "test_docs_run.py",
+    "test_builder_kinds.py",
+    "test_try_and_runs.py",
+    "test_builder.py",
+    "test_bystander_latency.py",
     "test_api_fuzz.py",
-    "test_types.py",
-    "test_conformance.py",
     "test_durable_runs.py",
+    "test_pages.py",
+    "test_backends_mcp.py",
+    "test_clients.py",
     "test_cli_serve_startup.py",
-    "test_cli_serve_workers.py",
-    "test_cli_clients.py",
+    "test_store_runs.py",
+    "test_change_feed.py",
+    "test_live_try.py",
+    "test_e2e_elicitation.py",
+    "test_types.py",
+    "test_relays.py",
+    "test_conformance.py",
+    "test_backends_oauth.py",
+    "test_store_keys.py",
+    "test_backend_forms.py",
+    "test_sessions.py",
     "test_cli_serve_stop.py",
-    "test_oidc.py",
     "test_cli.py",
-    "test_cli_running.py",
-    "test_cli_running_records.py",
-    "test_server_stdio.py",
+    "test_tracing.py",
+    "test_store_composites.py",
+    "test_shared_sessions.py",
+    "test_cli_clients.py",
+    "test_builder_ux.py",
 )
-"""Modules that start real processes (`toolweave`, Node, HAProxy) in most of their tests, fuzz
-(`test_api_fuzz.py`) or run mypy over src/ (`test_types.py`), costliest first: with xdist they are handed out before every other module
-(CONTRIBUTING.md, "Test suite")."""
+"""The modules that take longest (wall time, measured whole-suite with 3 and 4 workers, idle),
+longest first: with xdist they are handed out before every other module, so the run ends on short
+modules filling every worker rather than one long module on one worker (CONTRIBUTING.md, "Test
+suite"). A module that runs longer than ~12 s joins the list at its place."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
