@@ -2,12 +2,15 @@
 
 CI runs the whole suite, so a type error anywhere in src/ fails CI, with mypy's own lines as the
 failure message (CONTRIBUTING.md "Types"). mypy runs in a child process (the worker keeps none of
-its memory) with its incremental cache in `.mypy_cache` (gitignored): about 30 s cold, a few
-seconds warm.
+its memory) with its incremental cache outside the checkout, in `~/.cache/toolweave-tests/mypy`
+beside the tests' npm cache: about 20 s of CPU cold, under 1 s warm. mypy keys every cached module
+by its file's hash, so one cache serves every clone (CI's fresh ones included) and an edited file
+is checked again.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +18,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def mypy_cache() -> Path:
+    """`$TOOLWEAVE_MYPY_CACHE`, else `~/.cache/toolweave-tests/mypy`."""
+    configured = os.environ.get("TOOLWEAVE_MYPY_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "toolweave-tests" / "mypy"
+
+
 def test_src_passes_mypy_strict() -> None:
     finished = subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache")],
+        [sys.executable, "-m", "mypy", "--cache-dir", str(mypy_cache())],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -23,7 +23,7 @@ API = "/api/v1"
 SAMPLES = 30
 """Bystander calls per window; idle and attack windows alternate `WINDOWS` times, so both see the
 same machine load (on a shared, loaded machine the load moves more than anything measured here)."""
-WINDOWS = 5
+WINDOWS = 3
 ATTACKERS = 4
 MAX_RATIO = 8.0
 """Bystander p99 under attack / idle p99 (the median over the windows, so one spike of the machine's
