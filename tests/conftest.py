@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from support import migrated
 from support.fixtures import OpenGateway, ServeGateway, WriteConfig
 from support.inprocess import in_process_testservers
 from support.processes import http_testserver
@@ -52,6 +53,11 @@ def _workers() -> int:
     3 workers 488 s, 4 workers 473 s at twice the load (CONTRIBUTING.md, "Test suite")."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cores + 1
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """New SQLite files start as a copy of one migrated in this process (support/migrated.py)."""
+    migrated.install()
 
 
 def _write_bytecode() -> None:

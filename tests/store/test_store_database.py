@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +11,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, text
 
+from support.migrated import fresh_migrations
 from toolweave.store import Database, KeyRepository, StoreError, alembic_config
 from toolweave.store.database import MIGRATIONS_DIR, SCHEMA_HEAD
 from toolweave.store.tables import metadata
@@ -26,6 +27,13 @@ TABLES = {
     "runs",
     "run_steps",
 }
+
+
+@pytest.fixture(autouse=True)
+def _migrated_from_scratch() -> Iterator[None]:
+    """Migrating is this module's subject: no database of it starts as a copy (support/migrated.py)."""
+    with fresh_migrations():
+        yield
 
 
 def head_revision() -> str:
