@@ -22,6 +22,10 @@ from toolweave.services.runtime import ServerRuntime
 
 READ, CALL, ADMIN = "tools:read", "tools:call", "tools:admin"
 
+RUNTIME_KEY = "toolweave.runtime"
+"""Where `rest.build_api` puts the gateway's runtime in each request's ASGI scope: the FastAPI app is
+one per process, shared by every gateway served in it."""
+
 OPERATORS_OWN = "-"
 """`tenant=-` on a tenant filter: only the operator's own (shared, gateway-wide) records."""
 
@@ -43,8 +47,14 @@ def tenant_filter(caller: Session, wanted: str | None, everyone: Everyone) -> st
     return None if wanted == OPERATORS_OWN else wanted
 
 
+def served_runtime(request: Request) -> ServerRuntime:
+    """The runtime of the gateway serving this request, started or not."""
+    found: ServerRuntime = request.scope[RUNTIME_KEY]
+    return found
+
+
 def runtime(request: Request) -> ServerRuntime:
-    found: ServerRuntime | None = getattr(request.app.state, "runtime", None)
+    found: ServerRuntime | None = request.scope.get(RUNTIME_KEY)
     if found is None or not found.started:
         raise ApiError(503, "starting", "the gateway is still starting; retry shortly")
     return found

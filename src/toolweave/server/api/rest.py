@@ -8,10 +8,13 @@ modules; `deps` turns the auth middleware's Session into scope checks, and
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.openapi.utils import get_openapi
+from starlette.routing import BaseRoute
+from starlette.types import Receive, Scope, Send
 
 from toolweave import __version__
 from toolweave.server.api import (
@@ -55,7 +58,35 @@ Authenticate with `Authorization: Bearer tw_...` when the gateway runs with `--a
 `{"error": {"code", "message", "problems": [{"path", "message"}]}}`."""
 
 
-def build_api(runtime: ServerRuntime) -> FastAPI:
+def build_api(runtime: ServerRuntime) -> RuntimeApi:
+    """The REST API serving `runtime` (see `RuntimeApi`)."""
+    return RuntimeApi(shared_api(), runtime)
+
+
+class RuntimeApi:
+    """The process's one FastAPI app, with a gateway's runtime put in each request's scope
+    (`deps.RUNTIME_KEY`) for the routes to find.
+
+    One app per process rather than per gateway because FastAPI builds every route's parameter
+    models when a router is included (~40 routes, 60-70 ms of CPU): a gateway's start, each
+    `serve --workers` worker and every test serving a gateway paid it again."""
+
+    def __init__(self, api: FastAPI, runtime: ServerRuntime) -> None:
+        self.api = api
+        self.runtime = runtime
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        """The app's routes, for Starlette's `Mount` (`url_path_for`, listing routes)."""
+        return self.api.routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.api({**scope, deps.RUNTIME_KEY: self.runtime}, receive, send)
+
+
+@functools.cache
+def shared_api() -> FastAPI:
+    """The REST API's FastAPI app, built on first use; it holds no gateway's state."""
     api = FastAPI(
         title="toolweave",
         version=__version__,
@@ -64,7 +95,6 @@ def build_api(runtime: ServerRuntime) -> FastAPI:
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    api.state.runtime = runtime
     install_error_handlers(api)
     v1 = APIRouter(prefix=PREFIX, responses=_ERRORS)
     modules = (
@@ -89,6 +119,7 @@ def build_api(runtime: ServerRuntime) -> FastAPI:
     async def metrics(request: Request) -> Response:
         """Prometheus text format; who may read it is the auth middleware's decision, what they read
         depends on who they are: a tenant's key sees that tenant's series, the operator all."""
+        runtime = deps.served_runtime(request)
         body, content_type = runtime.metrics.render(runtime.gateway, deps.session(request).tenant)
         return Response(body, media_type=content_type)
 

@@ -9,6 +9,7 @@ the security headers.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Awaitable, Callable
@@ -60,19 +61,27 @@ class PageContext:
 Handler = Callable[[PageContext], Awaitable[Response]]
 
 
+@functools.cache
+def page_templates() -> jinja2.Environment:
+    """The pages' templates, one environment per process: each template is compiled once, not again
+    for every gateway served in the process (Jinja caches compiled templates per environment)."""
+    templates = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,  # everything from a backend or a user is escaped, always
+        undefined=jinja2.StrictUndefined,
+        enable_async=False,
+    )
+    templates.filters["timestamp"] = _timestamp
+    return templates
+
+
 class UiApp:
     """The web UI of one served gateway: its templates, its browser sessions, its page wrapper."""
 
     def __init__(self, runtime: ServerRuntime) -> None:
         self.runtime = runtime
         self.sessions = SessionStore(UiSessionRepository(runtime.db, runtime.config.ui.session_idle))
-        self.templates = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-            autoescape=True,  # everything from a backend or a user is escaped, always
-            undefined=jinja2.StrictUndefined,
-            enable_async=False,
-        )
-        self.templates.filters["timestamp"] = _timestamp
+        self.templates = page_templates()
         self.sso_buttons: list[tuple[int, str]] = []
         """(index, name) of the identity providers the login page offers (`sso.SingleSignOn`)."""
 
