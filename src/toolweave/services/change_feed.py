@@ -50,6 +50,7 @@ from sqlalchemy import func, select, text
 from toolweave.services.errors import SyncError
 from toolweave.store import Database
 from toolweave.store.tables import api_keys, composite_tools, connections, virtual_servers
+from toolweave.waiting import set_within, within
 
 logger = logging.getLogger("toolweave.sync")
 
@@ -326,11 +327,10 @@ class PostgresTransport(_Transport):
             await conn.add_listener(self.channel, self._notified)
             self.feed.transport_up()
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(lost.wait(), HEALTH_SECONDS)
+                await set_within(lost, HEALTH_SECONDS)
                 if lost.is_set() or conn.is_closed():
                     raise ConnectionError("the listening connection to PostgreSQL closed")
-                await asyncio.wait_for(conn.execute("SELECT 1"), 10)  # notices a silently dead link
+                await within(10, conn.execute("SELECT 1"))  # notices a silently dead link
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.close(), 2)
@@ -469,7 +469,7 @@ class ChangeFeed:
     async def _send(self, payload: bytes) -> None:
         assert self.transport is not None
         try:
-            await asyncio.wait_for(self.transport.publish(payload), 10)
+            await within(10, self.transport.publish(payload))
         except Exception as error:  # noqa: BLE001 - the others will find it by polling
             logger.warning(
                 "could not publish a change on the %s feed (%s: %s); other gateways pick it up by polling",
@@ -547,8 +547,7 @@ class ChangeFeed:
     async def _poller(self) -> None:
         while True:
             timeout = self.interval if self.interval > 0 else None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._poll_now.wait(), timeout)
+            await set_within(self._poll_now, timeout)
             self._poll_now.clear()
             await self.poll()
 
@@ -657,7 +656,7 @@ async def announce(db: Database, change: Change, *, redis_url: str = "", timeout
                 redis_url, socket_connect_timeout=timeout, socket_timeout=timeout
             )
             try:
-                await asyncio.wait_for(client.publish(redis_channel(db), payload), timeout)
+                await within(timeout, client.publish(redis_channel(db), payload))
             finally:
                 with contextlib.suppress(Exception):
                     await client.aclose()

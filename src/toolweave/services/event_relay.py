@@ -28,6 +28,7 @@ import orjson
 
 from toolweave.services.change_feed import feed_identity, follow_channels, import_redis
 from toolweave.store import Database
+from toolweave.waiting import within
 
 logger = logging.getLogger("toolweave.events")
 
@@ -110,9 +111,7 @@ class EventRelay:
                 event = self._outbox.popleft()
                 message = orjson.dumps({"from": self.instance, "event": event})
                 try:
-                    heard = await asyncio.wait_for(
-                        self._redis.publish(self.channel, message), PUBLISH_SECONDS
-                    )
+                    heard = await within(PUBLISH_SECONDS, self._redis.publish(self.channel, message))
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:  # noqa: BLE001 - Redis down: only other gateways' followers lose

@@ -25,6 +25,7 @@ import mcp_types as types
 from toolweave.catalog.catalog import Entry
 from toolweave.executor.trace import tool_result_event
 from toolweave.services.errors import StreamsBusy
+from toolweave.waiting import within
 
 if TYPE_CHECKING:
     from toolweave.services.event_relay import EventRelay
@@ -146,7 +147,7 @@ class EventStream:
         try:
             while True:
                 try:
-                    event = await asyncio.wait_for(subscriber.queue.get(), keepalive)
+                    event = await within(keepalive, subscriber.queue.get())
                 except TimeoutError:
                     yield None
                     continue

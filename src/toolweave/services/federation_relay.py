@@ -35,6 +35,7 @@ from toolweave.common_types import str_at
 from toolweave.results import error_result
 from toolweave.services.change_feed import feed_identity, follow_channels, import_redis
 from toolweave.store import Database
+from toolweave.waiting import set_within, within
 
 logger = logging.getLogger("toolweave.federation.relay")
 
@@ -156,8 +157,7 @@ class FederationRelay:
 
     async def _announcer(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._announce_now.wait(), ANNOUNCE_SECONDS)
+            await set_within(self._announce_now, ANNOUNCE_SECONDS)
             self._announce_now.clear()
             try:
                 await self._publish(
@@ -301,7 +301,7 @@ class FederationRelay:
 
     async def _publish(self, channel: str, message: dict[str, Any]) -> None:
         """Bounded: a broker that stops answering must not hold a call, an announcement or shutdown."""
-        await asyncio.wait_for(self._redis.publish(channel, orjson.dumps(message)), PUBLISH_SECONDS)
+        await within(PUBLISH_SECONDS, self._redis.publish(channel, orjson.dumps(message)))
 
     async def _listen(self) -> None:
         channels = [self.registry_channel, self.own_channel]

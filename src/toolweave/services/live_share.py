@@ -42,6 +42,7 @@ from toolweave.services.change_feed import feed_identity, follow_channels, impor
 from toolweave.services.pg_channel import PostgresChannel
 from toolweave.store import Database
 from toolweave.store.tables import ui_live_calls
+from toolweave.waiting import set_within
 
 logger = logging.getLogger("toolweave.ui")
 
@@ -125,8 +126,7 @@ class LiveShare(ABC):
     async def _write_loop(self) -> None:
         renewed = time.monotonic()
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), RENEW_SECONDS)
+            await set_within(self._wake, RENEW_SECONDS)
             self._wake.clear()
             await asyncio.sleep(FLUSH_SECONDS)
             if time.monotonic() - renewed >= RENEW_SECONDS:

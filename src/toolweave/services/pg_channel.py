@@ -25,6 +25,7 @@ from sqlalchemy import delete, insert, select, text
 from toolweave.services.change_feed import asyncpg_args
 from toolweave.store import Database
 from toolweave.store.tables import channel_messages
+from toolweave.waiting import set_within, within
 
 logger = logging.getLogger("toolweave.sync")
 
@@ -104,11 +105,10 @@ class PostgresChannel:
             await conn.add_listener(self.name, notified)
             up()
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(lost.wait(), HEALTH_SECONDS)
+                await set_within(lost, HEALTH_SECONDS)
                 if lost.is_set() or conn.is_closed():
                     raise ConnectionError("the listening connection to PostgreSQL closed")
-                await asyncio.wait_for(conn.execute("SELECT 1"), 10)
+                await within(10, conn.execute("SELECT 1"))
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.close(), 2)

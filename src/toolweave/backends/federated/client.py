@@ -30,6 +30,7 @@ from toolweave.backends.errors import FederationRefused
 from toolweave.backends.federated import protocol
 from toolweave.backends.python import ToolSpec, to_result, tool_annotations, tool_spec
 from toolweave.results import error_result
+from toolweave.waiting import set_within
 
 logger = logging.getLogger("toolweave.federation.client")
 
@@ -280,8 +281,7 @@ async def connect_forever(
         logger.warning(
             "federation: connection to the gateway ended (%s %s); reconnecting in %.1fs", code, reason, delay
         )
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
+        await set_within(stop, delay)
         backoff = min(backoff * 2, MAX_BACKOFF)
 
 
