@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 
-from toolweave.waiting import set_within, within
+from toolweave.waiting import pause, set_within, within
 
 
 async def _stopped_as_its_event_fires(loop_body: Callable[[asyncio.Event], Awaitable[None]]) -> bool:
@@ -43,6 +44,32 @@ async def test_a_loop_awaiting_a_bounded_call_stops_when_cancelled_as_the_call_e
         await within(30, event.wait())
 
     assert await _stopped_as_its_event_fires(body)
+
+
+async def test_a_loop_whose_cancellation_a_library_swallowed_stops_at_its_next_wait() -> None:
+    """As redis-py's client does when cancelled mid-reconnect: the error is taken for an outage."""
+    calls = 0
+
+    async def swallowing_call() -> None:
+        nonlocal calls
+        calls += 1
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise ConnectionError("connection closed") from None
+
+    async def loop() -> None:
+        while True:
+            with contextlib.suppress(Exception):  # the loop's "broker down, retry later" branch
+                await swallowing_call()
+            await pause(0.01)
+            await set_within(asyncio.Event(), 30)
+
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=1)
+    assert done and task.cancelled() and calls == 1
 
 
 async def test_waits_end_at_their_bound() -> None:

@@ -50,7 +50,7 @@ from sqlalchemy import func, select, text
 from toolweave.services.errors import SyncError
 from toolweave.store import Database
 from toolweave.store.tables import api_keys, composite_tools, connections, virtual_servers
-from toolweave.waiting import set_within, within
+from toolweave.waiting import pause, set_within, within
 
 logger = logging.getLogger("toolweave.sync")
 
@@ -182,7 +182,7 @@ async def follow_channels(
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()
-        await asyncio.sleep(delay)
+        await pause(delay)
         delay = min(delay * 2, 5.0)
 
 
@@ -206,7 +206,7 @@ class _Transport(ABC):
             except Exception as error:  # noqa: BLE001 - any broker failure: log, poll, retry later
                 if self.feed.transport_down(error):
                     delay = INITIAL_BACKOFF  # it had been up: start again with a short delay
-            await asyncio.sleep(delay)
+            await pause(delay)
             delay = min(delay * 2, MAX_BACKOFF)
 
     def describe(self) -> str:

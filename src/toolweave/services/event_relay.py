@@ -28,7 +28,7 @@ import orjson
 
 from toolweave.services.change_feed import feed_identity, follow_channels, import_redis
 from toolweave.store import Database
-from toolweave.waiting import within
+from toolweave.waiting import set_within, within
 
 logger = logging.getLogger("toolweave.events")
 
@@ -105,7 +105,7 @@ class EventRelay:
 
     async def _publish_loop(self) -> None:
         while True:
-            await self._wake.wait()
+            await set_within(self._wake, None)
             self._wake.clear()
             while self._outbox:
                 event = self._outbox.popleft()
