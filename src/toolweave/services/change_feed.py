@@ -50,7 +50,7 @@ from sqlalchemy import func, select, text
 from toolweave.services.errors import SyncError
 from toolweave.store import Database
 from toolweave.store.tables import api_keys, composite_tools, connections, virtual_servers
-from toolweave.waiting import pause, set_within, within
+from toolweave.waiting import cancel_requested, pause, set_within, within
 
 logger = logging.getLogger("toolweave.sync")
 
@@ -171,7 +171,7 @@ async def follow_channels(
             await pubsub.subscribe(*channels)
             subscribed()
             delay = 0.2
-            while True:
+            while not cancel_requested():  # redis-py's own timeout can swallow the cancel
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5.0)
                 if message is not None and message.get("type") == "message":
                     received(message["data"])
