@@ -111,14 +111,18 @@ async def shoot(base: str, chromium: str) -> None:
         await page.goto(f"{base}/build/workflow")
         await page.fill("#name", "search_then_note")
         await page.fill("#description", "Search the docs, then save what was found as a note.")
-        await page.fill("#parameters", "type: object\nproperties:\n  topic: {type: string}\nrequired: [topic]")
+        await page.fill(
+            "#parameters", "type: object\nproperties:\n  topic: {type: string}\nrequired: [topic]"
+        )
         await page.fill("#s-0-id", "find")
         await page.fill("#s-0-tool", "docs__search")
         await page.fill("#s-0-arguments", '{query: "{{ params.topic }}"}')
         await page.click("#add-step")
         await page.fill("#s-1-id", "save")
         await page.fill("#s-1-tool", "notes__add_note")
-        await page.fill("#s-1-arguments", '{title: "{{ params.topic }}", body: "{{ steps.find.output.text }}"}')
+        await page.fill(
+            "#s-1-arguments", '{title: "{{ params.topic }}", body: "{{ steps.find.output.text }}"}'
+        )
         await page.select_option("#s-1-on_error", "retry")
         await page.fill("#s-1-retries", "2")
         await page.wait_for_selector("#problem-count.ok")
