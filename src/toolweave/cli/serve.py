@@ -115,12 +115,18 @@ def _serve(
     try:
         import asyncio
 
-        asyncio.run(_serve_http(cfg, listener, require_auth, state, _teller(cfg, log_json)))
+        stopped_by = asyncio.run(_serve_http(cfg, listener, require_auth, state, _teller(cfg, log_json)))
     except (StoreError, ValueError, OSError) as error:  # an unreachable database: say so, no traceback
         err.print(f"[red]cannot start:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     finally:
         forget_serving(state)
+    if stopped_by is not None:
+        # uvicorn re-raises the signal once it has stopped, so the process ends as that signal ends it
+        # (130 for SIGINT, 143 for SIGTERM, by the shell's count); where it was inherited ignored (a job
+        # a shell without job control put in the background, `nohup`) the re-raise did nothing, and the
+        # gateway, stopped by a signal, would say it ended by itself: the same status, said here
+        raise typer.Exit(128 + stopped_by)
 
 
 def _supervise(
@@ -233,7 +239,8 @@ def _teller(cfg: Config, log_json: bool) -> Callable[[str], None]:
 
 async def _serve_http(
     cfg: Config, listener: socket.socket, require_auth: bool, state: Path | None, say: Callable[[str], None]
-) -> None:
+) -> int | None:
+    """Serve until stopped; the signal that stopped it, if one did."""
     import uvicorn
 
     from toolweave.identity import public_url_for
@@ -273,6 +280,7 @@ async def _serve_http(
         on_shutdown=lambda: _stopping(app, state),
     )
     await server.serve(sockets=[listener])
+    return server.stopped_by
 
 
 def _stopping(app: Any, state: Path | None) -> None:

@@ -62,6 +62,8 @@ class GatewayServer(uvicorn.Server):
         """Tells the operator (the terminal, or a JSON log line under `--log-json`)."""
         self.on_shutdown = on_shutdown
         self._signals = 0
+        self.stopped_by: int | None = None
+        """The signal that stopped this server (the first one), else None."""
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
@@ -99,6 +101,7 @@ class GatewayServer(uvicorn.Server):
         """A signal handler (between two bytecodes of the loop's thread): only flags and callbacks."""
         self._signals += 1
         if self._signals == 1:
+            self.stopped_by = sig
             super().handle_exit(sig, frame)
         elif self._signals == 2 and self._loop is not None:
             self._loop.call_soon_threadsafe(self._stop_calls)
