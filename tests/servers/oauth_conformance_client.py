@@ -12,12 +12,20 @@ The three commands run in this one interpreter (the `toolweave` command's Typer 
 own event loop and gateway, reading the grant `login` stored from the database): a `toolweave`
 process spends 1-3 s importing, and this runs for 18 scenarios. A login used by another process is
 tests/credentials/test_oauth_api.py's subject.
+
+For the same reason the suite's command is usually `forked_client.py`: `--serve-forks SOCKET` runs
+this script as a process that has imported toolweave once and forks a copy of itself for each
+scenario (`serve_forks`), and `forked_client.py` hands it the scenario's arguments, environment and
+standard streams and exits with its status. Each scenario still runs in its own process, as if
+started afresh, only without importing again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import sys
 import tempfile
 import traceback
@@ -142,9 +150,87 @@ def run(*args: str, env: dict[str, str]) -> Done:
     return Done(done.exit_code, done.stdout)
 
 
+PRELOADED = (
+    "typer.testing",
+    "toolweave.cli.oauth",
+    "toolweave.cli.tools",
+    "toolweave.cli.running",
+    "toolweave.gateway",
+    "toolweave.services.runtime",
+    "toolweave.credentials.oauth",
+    "toolweave.backends.http.oauth",
+    "toolweave.backends.mcp.calls",
+)
+"""What the three commands import: imported once, before `serve_forks` forks."""
+
+
+def serve_forks(path: str) -> int:
+    """Import toolweave, then fork a copy of this process for each request on the Unix socket `path`.
+
+    A request (from `forked_client.py`) is the client's three standard streams, passed as file
+    descriptors, then its arguments, environment and working directory as JSON; the copy runs
+    `main` with them and writes its exit status back. Requests are served one after another here
+    and run side by side in their copies; this process holds no thread and no event loop when it
+    forks.
+    """
+    import importlib
+
+    for name in PRELOADED:
+        importlib.import_module(name)
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen()
+        while True:
+            connection, _ = listener.accept()
+            _reap_copies()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if os.fork() == 0:
+                listener.close()
+                os._exit(_run_forked(connection))
+            connection.close()
+
+
+def _reap_copies() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+            pass
+
+
+def _run_forked(connection: socket.socket) -> int:
+    """In the copy: take the client's streams, arguments and environment, run `main`, report."""
+    code = 1
+    try:
+        _, fds, _, _ = socket.recv_fds(connection, 1, 3)
+        chunks = []
+        while chunk := connection.recv(65536):
+            chunks.append(chunk)
+        request = json.loads(b"".join(chunks))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        code = main(request["argv"])
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:  # noqa: BLE001 - reported to the client's stderr, as a crash would be
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        with contextlib.suppress(OSError):
+            connection.sendall(str(code).encode())
+    return code
+
+
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "--browse":
         return browse(argv[1])
+    if len(argv) == 2 and argv[0] == "--serve-forks":
+        return serve_forks(argv[1])
     server_url = argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
