@@ -61,6 +61,7 @@ _COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".peers", "*.db", "*.db-*", "*.db.lock"
 )
 _DEMO_PORT = "8080"
+_OWN_GATEWAY = re.compile(r"toolweave serve\b[^\n]*--port ")
 CLAUDE_DESKTOP = {
     "mcpServers": {
         "Time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
@@ -145,10 +146,24 @@ def _run_file(path: Path, tmp_path: Path) -> FileRun:
     env = _environment(copy, tmp_path / "home")
     outputs = tmp_path / "out"
     outputs.mkdir()
-    with _demo_gateway(copy, env, ports[_DEMO_PORT], tmp_path / "gateway.log"):
+    demo = _demo_gateway if _uses_the_demo(blocks) else _no_gateway
+    with demo(copy, env, ports[_DEMO_PORT], tmp_path / "gateway.log"):
         script = _session_script(blocks, ports, outputs)
         failed, timed_out = _run_session(script, copy, env, outputs)
     return FileRun(blocks, outputs, failed, timed_out)
+
+
+def _uses_the_demo(blocks: list[Block]) -> bool:
+    """Whether a file's examples may talk to the demo gateway. Not when they start a gateway of
+    their own on a port (`toolweave serve ... --port N`) and never name the demo's: such a file is
+    spared the demo's start, 5 s of CPU with its three backends."""
+    text = "".join(block.text for block in blocks)
+    return _OWN_GATEWAY.search(text) is None or _DEMO_PORT in text
+
+
+@contextlib.contextmanager
+def _no_gateway(copy: Path, env: dict[str, str], port: str, log: Path) -> Iterator[None]:
+    yield
 
 
 def _free_port() -> int:
