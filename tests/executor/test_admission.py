@@ -4,11 +4,17 @@ shared per-tool caps, and short-circuits that never take a permit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
 
 from support.executor import MakeGateway, after, backend, overlap, sleep, span, write
 from support.results import text
 from toolweave import Gateway
 from toolweave.executor import Pools, Session
+from toolweave.executor.admission import on_admitted
 
 GUARD = 20  # seconds: a hang guard only
 
@@ -125,3 +131,52 @@ def test_forked_pools_share_serial_and_read_but_not_concurrent() -> None:
     assert child.for_class("concurrent") is child.concurrent
     assert child.for_class("serial") is pools.serial
     assert child.for_class("read") is pools.read
+
+
+class WaitsSeen:
+    """A tracer (`toolweave.tracing.CallTracer`) that keeps only the stages calls waited in."""
+
+    def __init__(self) -> None:
+        self.waits: list[tuple[str, str]] = []
+
+    @contextlib.contextmanager
+    def call(self, entry: Any, session: Any, depth: int) -> Iterator[Any]:
+        yield SimpleNamespace(finish=lambda result: None)
+
+    def backend(self, entry: Any) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    def waited(self, stage: str, entry: Any, started_ns: int) -> None:
+        self.waits.append((stage, entry.name))
+
+    def run(self, record: Any) -> None:
+        pass
+
+
+async def test_an_admission_span_is_for_a_call_that_queued_not_for_a_slow_machine(
+    make_gateway: MakeGateway,
+) -> None:
+    gw = await make_gateway(backend(extra="tools.sleep.max_concurrency = 1"))
+    seen = gw.registry.tracer = WaitsSeen()
+    ex = gw.executor(Session(label="alice"))
+
+    def descheduled() -> None:  # the process lost the CPU between arriving and starting
+        time.sleep(0.005)
+
+    on_admitted.set(descheduled)
+    assert not (await ex.call("t__sleep", sleep("alone", 0)["arguments"])).is_error
+    on_admitted.set(None)
+    assert seen.waits == []  # a free slot: it did not queue, however long the machine took
+
+    first_in = asyncio.Event()
+
+    async def first() -> Any:
+        on_admitted.set(first_in.set)  # this task's context only
+        return await ex.call("t__sleep", sleep("first", 0.3)["arguments"])
+
+    holding = asyncio.create_task(first())
+    async with asyncio.timeout(GUARD):
+        await first_in.wait()
+        second = await ex.call("t__sleep", sleep("second", 0)["arguments"])
+        assert not second.is_error and not (await holding).is_error
+    assert seen.waits == [("admission", "t__sleep")]  # the second waited for the cap's one slot

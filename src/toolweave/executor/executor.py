@@ -32,7 +32,6 @@ from toolweave.results import error_result
 from toolweave.runs import RunRecord
 from toolweave.secrets import TAINTED, follow_secrets
 from toolweave.suggest import closest
-from toolweave.tracing import CallTracer
 
 logger = logging.getLogger("toolweave.executor")
 
@@ -219,18 +218,20 @@ class ToolExecutor:
                 return error_result(refusal)
         pool = self.pools.for_class(entry.tool_class)
         cap = registry.admission.cap_for(entry)
-        queued_at = time.time_ns() if tracer is not None else 0
+        # queued: its pool (or its tool's cap) had no free slot, so the call waits for one
+        queued = tracer is not None and (pool.locked() or (cap is not None and cap.locked()))
+        queued_at = time.time_ns() if queued else 0
         try:
             if cap is None:
                 async with pool:
                     admitted()
-                    if tracer is not None:
-                        _note_wait(tracer, entry, queued_at)
+                    if queued and tracer is not None:
+                        tracer.waited("admission", entry, queued_at)
                     return await self._run(entry, arguments, progress)
             async with cap, pool:
                 admitted()
-                if tracer is not None:
-                    _note_wait(tracer, entry, queued_at)
+                if queued and tracer is not None:
+                    tracer.waited("admission", entry, queued_at)
                 return await self._run(entry, arguments, progress)
         except asyncio.CancelledError:
             raise
@@ -335,10 +336,3 @@ class ToolExecutor:
 
 _UNTRACED: contextlib.nullcontext[None] = contextlib.nullcontext()
 """The span of a call when tracing is off (no object made per call)."""
-ADMISSION_SPAN_NS = 1_000_000
-"""A call that waited longer than this (1 ms) for its admission pool gets an `admission` span."""
-
-
-def _note_wait(tracer: CallTracer, entry: Entry, queued_at: int) -> None:
-    if time.time_ns() - queued_at > ADMISSION_SPAN_NS:
-        tracer.waited("admission", entry, queued_at)
