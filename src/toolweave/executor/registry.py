@@ -92,11 +92,11 @@ class Registry:
         self.observe = observe
         self.startup_wait = startup_wait
         self.semantic = semantic
+        """Meaning-based ranking for `find_tools` (`[search.embeddings]`); None: lexical only."""
         self.call_rates = call_rates
         """Per-key and per-tenant call rates (`[limits]`), charged once per top-level call; None: unlimited."""
         self.tracer = tracer
         """Spans of every call (`toolweave.telemetry`); None: tracing is off, nothing is paid."""
-        """Meaning-based ranking for `find_tools` (`[search.embeddings]`); None: lexical only."""
         self.in_flight = InFlight()
         """The top-level calls running now (what a stopping gateway waits for, or stops; its contents change,
         the object never does)."""
